@@ -1,0 +1,66 @@
+// Parsing of agent endpoints and hosts files.
+#include "hosts_file.hpp"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace phub::probe {
+
+Expected<topo::Host, std::string> parse_endpoint(std::string_view text) {
+  topo::Host h;
+  const size_t colon = text.rfind(':');
+  const std::string_view addr = colon == std::string_view::npos ? text : text.substr(0, colon);
+  h.addr = std::string(addr);
+  h.port = kDefaultPort;
+  if (colon != std::string_view::npos) {
+    const std::string_view port = text.substr(colon + 1);
+    unsigned v = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+    if (ec != std::errc{} || end != port.data() + port.size() || v == 0 || v > 65535)
+      return unexpected("bad port in \"" + std::string(text) + "\"");
+    h.port = static_cast<uint16_t>(v);
+  }
+  in_addr a{};
+  if (inet_pton(AF_INET, h.addr.c_str(), &a) != 1) return unexpected("\"" + h.addr + "\" is not an IPv4 address");
+  h.name = h.addr;
+  return h;
+}
+
+Expected<std::vector<topo::Host>, std::string> parse_hosts(std::string_view text) {
+  std::vector<topo::Host> hosts;
+  std::set<std::string> names, endpoints;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string s; words >> s;) w.push_back(s);
+    if (w.empty()) continue;
+    const std::string where = "line " + std::to_string(lineno) + ": ";
+    if (w.size() > 2) return unexpected(where + "expected \"[name] addr[:port]\"");
+    auto h = parse_endpoint(w.back());
+    if (!h) return unexpected(where + h.error());
+    if (w.size() == 2) h->name = w[0];
+    if (!names.insert(h->name).second) return unexpected(where + "duplicate host name " + h->name);
+    if (!endpoints.insert(h->addr + ":" + std::to_string(h->port)).second)
+      return unexpected(where + "duplicate endpoint " + h->addr + ":" + std::to_string(h->port));
+    hosts.push_back(std::move(*h));
+  }
+  if (hosts.size() < 2) return unexpected(std::string("a hosts file needs at least two hosts"));
+  return hosts;
+}
+
+Expected<std::string, std::string> read_text_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return unexpected("cannot open " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace phub::probe

@@ -1,0 +1,21 @@
+// Writes every output file of a plan into a directory and prints a short summary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "phub/base/expected.hpp"
+#include "report.hpp"
+
+namespace phub::probe {
+
+inline constexpr unsigned kMasterPort = 29500;
+
+// report.json, heatmap.png, hostfile, rankmap.txt, rankmap.env, racks.lua and matrix.txt in `dir`
+// (created if needed). Returns the paths written.
+[[nodiscard]] Expected<std::vector<std::string>, std::string> write_outputs(const std::string& dir, const PlanInputs& in);
+
+// Human summary: groups with members and confidence, flagged/excluded hosts, predicted speedups.
+[[nodiscard]] std::string summary(const PlanInputs& in);
+
+}  // namespace phub::probe

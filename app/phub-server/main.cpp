@@ -1,0 +1,124 @@
+// phub-server: load the Lua config, start the EAL, run the aggregation data plane until SIGTERM/SIGINT.
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <systemd/sd-daemon.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "options.hpp"
+#include "phub/config/load.hpp"
+#include "phub/engine/engine.hpp"
+#include "stats_line.hpp"
+
+namespace {
+
+std::atomic<int> g_signal{0};
+std::atomic<bool> g_dump{false};
+
+void on_signal(int sig) {
+  if (sig == SIGUSR1) {
+    g_dump.store(true);
+  } else {
+    g_signal.store(sig);
+  }
+}
+
+void say(const std::string& line) {
+  std::printf("phub: %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "phub-server: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto opts = phub::server::parse_options(argc, argv);
+  if (!opts) return fail(opts.error() + " (see --help)");
+  if (opts->help) {
+    std::fputs(phub::server::usage().c_str(), stdout);
+    return 0;
+  }
+
+  auto cfg = opts->config_path.empty()
+                 ? phub::config::load_string(phub::config::embedded_default(), "phub.lua (embedded default)")
+                 : phub::config::load_file(opts->config_path);
+  if (!cfg) return fail("config refused: " + cfg.error());
+  if (opts->check) {
+    say("config ok: " + phub::config::describe(*cfg));
+    return 0;
+  }
+  if (opts->print_config) {
+    std::fputs(phub::config::dump_lua(*cfg).c_str(), stdout);
+    return 0;
+  }
+
+  std::vector<std::string> eal = opts->eal_args_set ? opts->eal_args : cfg->eal_args;
+  for (const auto& a : opts->eal_extra) eal.push_back(a);
+  std::vector<char*> eal_argv;
+  std::string prog = "phub-server";
+  eal_argv.push_back(prog.data());
+  for (auto& a : eal) eal_argv.push_back(a.data());
+  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
+    return fail("EAL initialisation failed; EAL arguments were: " + phub::server::join(eal));
+  }
+
+  int rc = 0;
+  {
+    auto engine = phub::engine::Engine::create(*cfg);
+    if (!engine) {
+      rte_eal_cleanup();
+      return fail(engine.error());
+    }
+    for (const auto& line : (*engine)->startup_lines()) say(line);
+
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGUSR1, on_signal);
+    std::signal(SIGHUP, on_signal);
+
+    if (auto started = (*engine)->start(); !started) {
+      rc = fail(started.error());
+    } else {
+      say("ready");
+      (void)sd_notify(0, "READY=1\nSTATUS=aggregating");
+      phub::server::StatsLine stats(**engine);
+      const auto t0 = std::chrono::steady_clock::now();
+      const uint32_t interval_ms = opts->stats_interval_ms ? opts->stats_interval_ms : cfg->control.stats_interval_ms;
+      auto next_stats = t0 + std::chrono::milliseconds(interval_ms);
+      while (g_signal.load() == 0 || g_signal.load() == SIGHUP) {
+        if (g_signal.load() == SIGHUP) {
+          say("SIGHUP: live reload is not available in this version; the running config is unchanged");
+          g_signal.store(0);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const auto now = std::chrono::steady_clock::now();
+        if (g_dump.exchange(false)) std::fputs((*engine)->format_counters().c_str(), stdout);
+        if (interval_ms != 0 && now >= next_stats) {
+          say(stats.next());
+          next_stats = now + std::chrono::milliseconds(interval_ms);
+        }
+        if (opts->duration_s > 0 && now - t0 >= std::chrono::duration<double>(opts->duration_s)) break;
+      }
+      (void)sd_notify(0, "STOPPING=1");
+      say(g_signal.load() != 0 ? std::string("stopping on ") + strsignal(g_signal.load()) : "stopping: duration over");
+      (*engine)->stop();
+      say(stats.next());
+      std::fputs((*engine)->format_counters().c_str(), stdout);
+      std::fflush(stdout);
+    }
+  }
+  rte_eal_cleanup();
+  return rc;
+}

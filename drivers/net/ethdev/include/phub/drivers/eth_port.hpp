@@ -1,0 +1,90 @@
+// One DPDK ethdev port behind a small interface: open any PMD (real NIC, memif, af_packet, af_xdp, tap,
+// ring, null, pcap) by devargs, configure its queues, burst RX/TX, steer UDP ports to queues, stats.
+#pragma once
+
+#include <rte_ethdev.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "phub/base/expected.hpp"
+
+namespace phub::drivers {
+
+using MacAddr = std::array<uint8_t, 6>;
+
+struct PortSpec {
+  std::string devargs;          // "net_tap0,iface=phub0", "net_memif0,role=server,socket=/run/x", "0000:3b:00.0"
+  uint16_t queues = 1;          // RX/TX queue pairs (one per lcore)
+  uint16_t rx_desc = 1024;
+  uint16_t tx_desc = 1024;
+  uint16_t mtu = 1500;          // IP MTU; PMDs that cannot set it are warned about, not refused
+  std::optional<MacAddr> mac;   // override the PMD's MAC
+  rte_mempool* rx_pool = nullptr;
+};
+
+struct PortStats {
+  uint64_t rx_packets = 0, rx_bytes = 0, rx_missed = 0, rx_errors = 0, rx_nombuf = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0, tx_errors = 0;
+};
+
+class EthPort {
+ public:
+  [[nodiscard]] static Expected<EthPort, std::string> open(const PortSpec& spec);
+  EthPort() = default;
+  ~EthPort();
+  EthPort(EthPort&& o) noexcept;
+  EthPort& operator=(EthPort&& o) noexcept;
+  EthPort(const EthPort&) = delete;
+  EthPort& operator=(const EthPort&) = delete;
+
+  [[nodiscard]] uint16_t id() const noexcept { return id_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const std::string& driver() const noexcept { return driver_; }
+  [[nodiscard]] const MacAddr& mac() const noexcept { return mac_; }
+  [[nodiscard]] uint16_t queues() const noexcept { return queues_; }
+  [[nodiscard]] int socket() const noexcept;
+  // Whether chained mbufs can be sent (results then reference the result buffer without a copy).
+  [[nodiscard]] bool tx_multi_seg() const noexcept { return tx_multi_seg_; }
+  [[nodiscard]] uint16_t mtu() const noexcept { return mtu_; }
+
+  [[nodiscard]] uint16_t rx(uint16_t queue, rte_mbuf** pkts, uint16_t n) const noexcept {
+    return rte_eth_rx_burst(id_, queue, pkts, n);
+  }
+  [[nodiscard]] uint16_t tx(uint16_t queue, rte_mbuf** pkts, uint16_t n) const noexcept {
+    return rte_eth_tx_burst(id_, queue, pkts, n);
+  }
+  // Free mbufs the NIC has finished sending on `queue` (so their external buffers can be reused).
+  void tx_done_cleanup(uint16_t queue) const noexcept { (void)rte_eth_tx_done_cleanup(id_, queue, 0); }
+
+  // Install an rte_flow rule sending IPv4/UDP to `dst_ip`:`udp_port` to `queue`. Fails (with the PMD's
+  // reason) where the PMD has no rte_flow support; the caller then falls back to ring hand-off.
+  [[nodiscard]] Expected<void, std::string> steer_udp_port(uint32_t dst_ip, uint16_t udp_port, uint16_t queue);
+  // Remove every flow rule this port installed.
+  void flush_flows() noexcept;
+
+  [[nodiscard]] PortStats stats() const noexcept;
+  // One line: name, driver, MAC, queues, MTU, offloads.
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  void close() noexcept;
+
+  uint16_t id_ = RTE_MAX_ETHPORTS;
+  std::string name_;
+  std::string driver_;
+  MacAddr mac_{};
+  uint16_t queues_ = 0;
+  uint16_t mtu_ = 0;
+  bool tx_multi_seg_ = false;
+  bool probed_by_us_ = false;
+  bool started_ = false;
+  unsigned flows_ = 0;
+};
+
+// "aa:bb:cc:dd:ee:ff"
+[[nodiscard]] std::string mac_to_string(const MacAddr& m);
+
+}  // namespace phub::drivers

@@ -1,0 +1,161 @@
+// Opening, configuring, starting and closing one ethdev port for any PMD.
+#include "phub/drivers/eth_port.hpp"
+
+#include <rte_dev.h>
+#include <rte_errno.h>
+
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+namespace phub::drivers {
+namespace {
+
+std::string err(const std::string& what, int rc) { return what + ": " + rte_strerror(rc < 0 ? -rc : rc); }
+
+}  // namespace
+
+std::string mac_to_string(const MacAddr& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return buf;
+}
+
+Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
+  EthPort p;
+  p.name_ = spec.devargs.substr(0, spec.devargs.find(','));
+  if (p.name_.empty()) return unexpected(std::string("port: empty device"));
+  if (spec.rx_pool == nullptr) return unexpected("port " + p.name_ + ": no RX mempool");
+
+  if (rte_eth_dev_get_port_by_name(p.name_.c_str(), &p.id_) != 0) {
+    const int rc = rte_dev_probe(spec.devargs.c_str());
+    if (rc < 0) return unexpected(err("port " + p.name_ + ": cannot probe '" + spec.devargs + "'", rc));
+    p.probed_by_us_ = true;
+    if (rte_eth_dev_get_port_by_name(p.name_.c_str(), &p.id_) != 0) {
+      return unexpected("port " + p.name_ + ": probed '" + spec.devargs + "' but no ethdev port has that name");
+    }
+  }
+
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(p.id_, &info); rc != 0) return unexpected(err("port " + p.name_ + ": info", rc));
+  p.driver_ = info.driver_name ? info.driver_name : "?";
+  if (spec.queues == 0 || spec.queues > info.max_rx_queues || spec.queues > info.max_tx_queues) {
+    return unexpected("port " + p.name_ + " (" + p.driver_ + "): " + std::to_string(spec.queues) +
+                      " queue pairs requested, the PMD offers " + std::to_string(info.max_rx_queues) + " RX / " +
+                      std::to_string(info.max_tx_queues) + " TX");
+  }
+  p.queues_ = spec.queues;
+
+  rte_eth_conf conf{};
+  const uint64_t rss = (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+  if (spec.queues > 1 && rss != 0) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf = rss;
+  }
+  p.tx_multi_seg_ = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+  if (p.tx_multi_seg_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  if (int rc = rte_eth_dev_configure(p.id_, spec.queues, spec.queues, &conf); rc != 0) {
+    return unexpected(err("port " + p.name_ + ": configure", rc));
+  }
+
+  uint16_t rxd = spec.rx_desc, txd = spec.tx_desc;
+  if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(p.id_, &rxd, &txd); rc != 0) {
+    return unexpected(err("port " + p.name_ + ": descriptor counts", rc));
+  }
+  const int sock = p.socket();
+  rte_eth_txconf txconf = info.default_txconf;
+  txconf.offloads = conf.txmode.offloads;
+  for (uint16_t q = 0; q < spec.queues; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(p.id_, q, rxd, sock, nullptr, spec.rx_pool); rc != 0) {
+      return unexpected(err("port " + p.name_ + ": RX queue " + std::to_string(q), rc));
+    }
+    if (int rc = rte_eth_tx_queue_setup(p.id_, q, txd, sock, &txconf); rc != 0) {
+      return unexpected(err("port " + p.name_ + ": TX queue " + std::to_string(q), rc));
+    }
+  }
+
+  if (int rc = rte_eth_dev_set_mtu(p.id_, spec.mtu); rc != 0) {
+    if (rc != -ENOTSUP) return unexpected(err("port " + p.name_ + ": MTU " + std::to_string(spec.mtu), rc));
+    std::fprintf(stderr, "phub: port %s (%s): cannot set MTU %u (not supported by the PMD); continuing\n",
+                 p.name_.c_str(), p.driver_.c_str(), spec.mtu);
+  }
+  p.mtu_ = spec.mtu;
+  if (spec.mac) {
+    rte_ether_addr a;
+    std::memcpy(a.addr_bytes, spec.mac->data(), 6);
+    if (int rc = rte_eth_dev_default_mac_addr_set(p.id_, &a); rc != 0) {
+      return unexpected(err("port " + p.name_ + ": set MAC " + mac_to_string(*spec.mac), rc));
+    }
+  }
+  if (int rc = rte_eth_dev_start(p.id_); rc != 0) return unexpected(err("port " + p.name_ + ": start", rc));
+  p.started_ = true;
+  (void)rte_eth_dev_set_link_up(p.id_);
+
+  rte_ether_addr a;
+  if (int rc = rte_eth_macaddr_get(p.id_, &a); rc != 0) return unexpected(err("port " + p.name_ + ": MAC", rc));
+  std::memcpy(p.mac_.data(), a.addr_bytes, 6);
+  return p;
+}
+
+int EthPort::socket() const noexcept {
+  const int s = rte_eth_dev_socket_id(id_);
+  return s < 0 ? 0 : s;
+}
+
+EthPort::EthPort(EthPort&& o) noexcept { *this = std::move(o); }
+
+EthPort& EthPort::operator=(EthPort&& o) noexcept {
+  if (this != &o) {
+    close();
+    id_ = std::exchange(o.id_, RTE_MAX_ETHPORTS);
+    name_ = std::move(o.name_);
+    driver_ = std::move(o.driver_);
+    mac_ = o.mac_;
+    queues_ = o.queues_;
+    mtu_ = o.mtu_;
+    tx_multi_seg_ = o.tx_multi_seg_;
+    probed_by_us_ = std::exchange(o.probed_by_us_, false);
+    started_ = std::exchange(o.started_, false);
+    flows_ = std::exchange(o.flows_, 0u);
+  }
+  return *this;
+}
+
+EthPort::~EthPort() { close(); }
+
+void EthPort::close() noexcept {
+  if (id_ >= RTE_MAX_ETHPORTS) return;
+  flush_flows();
+  rte_eth_dev_info info{};
+  const bool have_info = rte_eth_dev_info_get(id_, &info) == 0;
+  if (started_) (void)rte_eth_dev_stop(id_);
+  (void)rte_eth_dev_close(id_);
+  if (probed_by_us_ && have_info && info.device != nullptr) (void)rte_dev_remove(info.device);
+  id_ = RTE_MAX_ETHPORTS;
+  started_ = false;
+  probed_by_us_ = false;
+}
+
+PortStats EthPort::stats() const noexcept {
+  PortStats s;
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(id_, &st) == 0) {
+    s.rx_packets = st.ipackets;
+    s.rx_bytes = st.ibytes;
+    s.rx_missed = st.imissed;
+    s.rx_errors = st.ierrors;
+    s.rx_nombuf = st.rx_nombuf;
+    s.tx_packets = st.opackets;
+    s.tx_bytes = st.obytes;
+    s.tx_errors = st.oerrors;
+  }
+  return s;
+}
+
+std::string EthPort::describe() const {
+  return "port " + name_ + " (id " + std::to_string(id_) + ", driver " + driver_ + "): mac " + mac_to_string(mac_) +
+         ", " + std::to_string(queues_) + " queue pair(s), mtu " + std::to_string(mtu_) +
+         ", zero-copy tx " + (tx_multi_seg_ ? "yes" : "no (results copied)");
+}
+
+}  // namespace phub::drivers

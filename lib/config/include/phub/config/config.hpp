@@ -1,0 +1,161 @@
+// The validated, immutable configuration of a phub server (what a Lua config file turns into).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "phub/base/dtype.hpp"
+
+namespace phub::config {
+
+// An IPv4 address in host byte order with a prefix length.
+struct Ipv4Prefix {
+  uint32_t addr = 0;  // host order
+  uint8_t prefix_len = 32;
+
+  bool operator==(const Ipv4Prefix&) const = default;
+};
+
+using MacAddr = std::array<uint8_t, 6>;
+
+// How a packet that reaches the wrong lcore's queue gets to its owner.
+enum class Steering : uint8_t {
+  automatic,  // rte_flow rules where the PMD validates them, else the ring hand-off
+  flow,       // rte_flow rules required; start-up fails if the PMD refuses them
+  ring,       // never install flow rules; RSS or fan-out, then the owner's ring
+};
+
+struct Port {
+  std::string name;             // referenced by lcores[].ports; unique
+  std::string device;           // DPDK devargs: "net_tap0,iface=phub0", "net_memif0,role=server,...", a PCI address
+  Ipv4Prefix ipv4;              // the server's address on this port
+  std::optional<MacAddr> mac;   // override the PMD's MAC
+  uint16_t mtu = 1500;          // IP MTU, 576..9000
+  uint16_t rx_desc = 1024;      // per queue
+  uint16_t tx_desc = 1024;      // per queue
+  Steering steering = Steering::automatic;
+
+  bool operator==(const Port&) const = default;
+};
+
+// A poll-mode worker lcore. It owns one RX/TX queue pair on each of its ports; the queue index is the
+// lcore's position in Config::lcores. Lcore 0 stays the control (main) lcore and is never listed.
+struct Lcore {
+  unsigned id = 0;                 // EAL lcore id, 1..RTE_MAX_LCORE-1; unique
+  std::vector<std::string> ports;  // names of the ports it polls; empty means all ports
+
+  bool operator==(const Lcore&) const = default;
+};
+
+// Back-off of an lcore after a run of empty polls (for shared or small machines).
+struct Polling {
+  uint32_t idle_polls_before_sleep = 0;  // 0 = busy-poll forever (a dedicated appliance)
+  uint32_t idle_sleep_us = 0;            // sleep after that many empty polls, 0..100000
+
+  bool operator==(const Polling&) const = default;
+};
+
+enum class JobMode : uint8_t { allreduce, ps };
+enum class Reduce : uint8_t { sum, mean };
+enum class OptimizerKind : uint8_t { sgd, momentum, nesterov, adam };
+
+struct Optimizer {
+  OptimizerKind kind = OptimizerKind::sgd;
+  float lr = 0.01f;            // > 0
+  float momentum = 0.9f;       // momentum and nesterov; 0..1
+  float beta1 = 0.9f;          // adam; [0, 1)
+  float beta2 = 0.999f;        // adam; [0, 1)
+  float eps = 1e-8f;           // adam; > 0
+  float weight_decay = 0.0f;   // >= 0 (L2 added to the gradient; adam: decoupled when adamw is true)
+  bool adamw = false;
+
+  bool operator==(const Optimizer&) const = default;
+};
+
+// One tensor of a job. Keys are chunked in declaration order.
+struct Key {
+  std::string name;     // unique within the job
+  uint64_t elems = 0;   // 1..2^31
+
+  bool operator==(const Key&) const = default;
+};
+
+struct Job {
+  uint32_t id = 0;                 // 1..2^32-1, unique; carried in every packet
+  std::string name;                // unique, for logs and telemetry
+  JobMode mode = JobMode::allreduce;
+  Reduce reduce = Reduce::sum;     // allreduce mode: sum or mean
+  Dtype dtype = Dtype::fp32;       // element type of pushes (and of allreduce results)
+  bool deterministic = false;      // sum in rank order: bit-identical results whatever the arrival order
+  uint16_t workers = 0;            // 1..1024
+  uint16_t port_base = 0;          // lcore i of Config::lcores receives this job's chunks on port_base + i
+  std::string secret;              // authenticates packets; empty = no authentication
+  uint64_t quota_bytes = 0;        // the job's memory limit; admission fails above it (loader default: limits)
+  uint32_t chunk_bytes = 32768;    // bytes of fp32 state per chunk; multiple of 64, 1 KiB..1 MiB
+  std::vector<Key> keys;           // at least one
+  Optimizer optimizer;             // ps mode
+  uint32_t round_modulus = 0;      // rounds count modulo this (0 = 2^32); lets looped pcap traces keep working
+  uint64_t rate_limit_pps = 0;     // packets per second accepted from this job; 0 = unlimited
+  std::vector<Ipv4Prefix> allowed_sources;  // source addresses allowed to push; empty = any
+  std::vector<uint32_t> worker_ipv4;        // rank r pushes only from worker_ipv4[r] (host order); empty = any
+  // Rack hierarchy: for each rack name in Config::racks (in that order), the ranks of this job that live there.
+  // Empty when the deployment has no racks.
+  std::vector<std::pair<std::string, std::vector<uint16_t>>> ranks_by_rack;
+
+  bool operator==(const Job&) const = default;
+};
+
+// A rack of the hierarchical deployment: its hub and the hosts that belong to it.
+struct Rack {
+  std::string name;                 // unique
+  uint32_t hub_ipv4 = 0;            // host order
+  uint16_t hub_port_base = 0;       // 0 = same as the job's port_base
+  std::vector<std::string> hosts;   // host names or addresses (as phub-probe reports them)
+
+  bool operator==(const Rack&) const = default;
+};
+
+struct Timeouts {
+  uint32_t round_stall_ms = 2000;   // a round not complete after this is reported to its workers as stalled
+  uint32_t arp_refresh_ms = 30000;
+  uint32_t drain_ms = 2000;         // graceful shutdown budget
+
+  bool operator==(const Timeouts&) const = default;
+};
+
+struct Limits {
+  uint64_t memory_bytes = 1ull << 30;  // all jobs together
+  uint32_t max_jobs = 64;
+  uint32_t mbufs = 16383;              // per port mempool, (2^n - 1 is best)
+  uint32_t ring_entries = 4096;        // per-lcore hand-off ring (power of two)
+  uint32_t max_rounds_ahead = 1;       // a push further ahead of the chunk's round gets an error
+
+  bool operator==(const Limits&) const = default;
+};
+
+struct Control {
+  std::string socket_path = "/run/phub/ctl.sock";
+  uint32_t stats_interval_ms = 0;   // 0 = no periodic stats line
+
+  bool operator==(const Control&) const = default;
+};
+
+struct Config {
+  std::vector<std::string> eal_args;   // EAL arguments before any CLI override
+  std::vector<Port> ports;
+  std::vector<Lcore> lcores;
+  Polling polling;
+  std::vector<Job> jobs;
+  std::vector<Rack> racks;
+  std::string rack;                    // this server's rack name; empty = not hierarchical
+  Timeouts timeouts;
+  Limits limits;
+  Control control;
+
+  bool operator==(const Config&) const = default;
+};
+
+}  // namespace phub::config

@@ -1,0 +1,120 @@
+// One chunk's round state and arithmetic: contribution bitmaps, zero-copy accumulation, segment
+// completion (mean, optimizer, narrowing into the result buffer) and round advance. No DPDK, no locks:
+// a chunk is only ever touched by its owning lcore.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "phub/agg/kernels.hpp"
+#include "phub/base/dtype.hpp"
+
+namespace phub::engine {
+
+// What every chunk of one job shares (immutable while the job runs).
+struct JobMath {
+  const agg::Kernels* kernels = nullptr;
+  uint16_t workers = 1;          // contributors per round
+  uint16_t bitmap_words = 1;     // ceil(workers / 64)
+  Dtype in_dtype = Dtype::fp32;  // pushed elements
+  Dtype out_dtype = Dtype::fp32; // result elements
+  bool ps = false;               // parameter-server mode: results are updated weights
+  bool mean = false;             // allreduce: divide by workers
+  bool deterministic = false;    // sum in rank order from per-rank staging
+  uint32_t segment_elems = 352;  // elements per packet
+  uint32_t round_modulus = 0;    // 0: rounds wrap at 2^32
+  agg::OptimizerParams optimizer;  // ps mode; step and grad_scale are set per update
+};
+
+// The memory of one chunk, carved by the owner from its arena (sizes in ChunkSizes).
+struct Chunk {
+  uint32_t id = 0;
+  uint32_t elems = 0;
+  uint32_t segments = 0;
+
+  uint32_t round = 0;          // the round being accumulated
+  uint32_t segs_done = 0;      // segments of `round` complete
+  uint8_t cur = 0;             // out[cur]: results of `round`; out[cur ^ 1]: results of the previous round
+  bool has_prev = false;       // out[cur ^ 1] holds a result (the previous round, or ps initial weights)
+  bool initialized = false;    // ps: all segments initialised by rank 0
+  uint32_t init_segs = 0;      // ps: segments initialised so far
+  uint64_t step = 0;           // ps: optimizer updates applied
+  uint64_t first_tsc = 0;      // first contribution of `round` (0: none yet)
+  uint64_t stall_reported_tsc = 0;
+
+  float* acc = nullptr;        // elems fp32: the running sum
+  float* weights = nullptr;    // ps: elems fp32
+  float* moment1 = nullptr;    // ps momentum/nesterov/adam: elems fp32
+  float* moment2 = nullptr;    // ps adam: elems fp32
+  std::byte* staging = nullptr;  // deterministic: workers x elems x in_dtype bytes
+  uint64_t* bits = nullptr;      // segments x bitmap_words: who contributed to each segment this round
+  uint16_t* counts = nullptr;    // segments: contributions this round
+  uint64_t* init_bits = nullptr; // ps: ceil(segments / 64) words: segments initialised
+  std::byte* out[2] = {nullptr, nullptr};  // results in out_dtype (result buffers, see ResultPool)
+  void* out_handle[2] = {nullptr, nullptr};  // the owner's handle for each result buffer
+};
+
+// Bytes of each per-chunk array, for arena carving and the memory formula.
+struct ChunkSizes {
+  size_t acc = 0, weights = 0, moment1 = 0, moment2 = 0, staging = 0, bits = 0, counts = 0, init_bits = 0;
+  size_t result = 0;  // one result buffer
+  [[nodiscard]] size_t arena_total() const noexcept {
+    return acc + weights + moment1 + moment2 + staging + bits + counts + init_bits;
+  }
+};
+
+[[nodiscard]] ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments) noexcept;
+
+// Carve a chunk's arrays from `arena` (64-byte aligned pieces, zeroed by the caller). Returns the bytes used.
+size_t carve_chunk(const JobMath& m, Chunk& c, std::byte* arena) noexcept;
+
+enum class PushResult : uint8_t {
+  accepted,            // counted; segment not complete yet
+  segment_complete,    // counted and it completed the segment: send out[cur] segment to every worker
+  duplicate,           // already counted this round; nothing to send
+  duplicate_complete,  // already counted and the segment is complete: resend out[cur] segment to the sender
+  previous_round,      // a push for the previous round: resend out[cur ^ 1] segment to the sender
+  ahead,               // beyond the current round
+  behind,              // older than the kept result
+  not_initialized,     // ps weights not initialised yet
+  bad_round,           // round >= round_modulus
+};
+
+// Rounds compared modulo JobMath::round_modulus: the signed distance a - b, centred on 0.
+[[nodiscard]] int64_t round_delta(const JobMath& m, uint32_t a, uint32_t b) noexcept;
+[[nodiscard]] uint32_t next_round(const JobMath& m, uint32_t r) noexcept;
+[[nodiscard]] uint32_t prev_round(const JobMath& m, uint32_t r) noexcept;
+
+// Count rank's contribution `payload` (n elements of in_dtype at element `offset` of segment `seg`) towards
+// `round`. On segment_complete the segment's result is already in out[cur].
+[[nodiscard]] PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round, uint32_t seg,
+                                    const std::byte* payload, uint64_t now_tsc) noexcept;
+
+// True when every segment of the current round is complete: the caller must then call advance_round.
+[[nodiscard]] inline bool round_complete(const Chunk& c) noexcept { return c.segs_done == c.segments; }
+
+// Start the next round: out[cur] becomes the previous result. The caller has made sure that
+// out[cur ^ 1] (about to be overwritten) is free or replaced it.
+void advance_round(const JobMath& m, Chunk& c) noexcept;
+
+enum class InitResult : uint8_t { accepted, chunk_initialized, too_late, bad_request };
+
+// ps mode: rank 0 sets the initial weights of a segment. Allowed until the first update; re-sending is fine.
+// The payload holds the segment's elements in dtype `d` (fp32 recommended: weights are kept in fp32).
+[[nodiscard]] InitResult init_segment(const JobMath& m, Chunk& c, uint32_t seg, const std::byte* payload,
+                                      Dtype d) noexcept;
+
+// Whether `rank` contributed to segment `seg` this round, and the first rank missing from any segment
+// (workers if none).
+[[nodiscard]] bool contributed(const JobMath& m, const Chunk& c, uint32_t seg, uint16_t rank) noexcept;
+[[nodiscard]] uint16_t first_missing_rank(const JobMath& m, const Chunk& c) noexcept;
+[[nodiscard]] bool segment_done(const JobMath& m, const Chunk& c, uint32_t seg) noexcept;
+
+// Element offset and count of segment `seg`.
+[[nodiscard]] inline uint32_t segment_offset(const JobMath& m, uint32_t seg) noexcept { return seg * m.segment_elems; }
+[[nodiscard]] inline uint32_t segment_elems(const JobMath& m, const Chunk& c, uint32_t seg) noexcept {
+  const uint32_t off = segment_offset(m, seg);
+  return off >= c.elems ? 0 : (c.elems - off < m.segment_elems ? c.elems - off : m.segment_elems);
+}
+
+}  // namespace phub::engine

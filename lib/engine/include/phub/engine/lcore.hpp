@@ -1,0 +1,84 @@
+// One poll-mode worker lcore: it polls its RX queues and hand-off rings, aggregates the chunks it owns,
+// answers ARP/ICMP, sends results, and reports a quiescent state once per loop iteration.
+#pragma once
+
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "phub/drivers/eth_port.hpp"
+#include "phub/engine/counters.hpp"
+#include "phub/engine/snapshot.hpp"
+#include "phub/engine/tx_buffer.hpp"
+#include "phub/proto/frame.hpp"
+
+namespace phub::engine {
+
+struct LcoreResources {
+  uint16_t index = 0;       // position in Config::lcores: owner index, queue index, UDP port offset
+  unsigned lcore_id = 0;    // EAL lcore id
+  std::vector<uint16_t> rx_ports;                  // indexes of the ports it polls
+  std::vector<const drivers::EthPort*> ports;      // every port, by index (TX goes anywhere)
+  rte_mempool* hdr_pool = nullptr;    // header mbufs (results, errors, ARP)
+  rte_mempool* ext_pool = nullptr;    // data-room-0 mbufs attached to result buffers
+  rte_mempool* copy_pool = nullptr;   // full mbufs for ports that cannot chain
+  std::vector<rte_ring*> inbox;       // rings other lcores hand this one its packets through
+  std::vector<rte_ring*> outbox;      // outbox[owner]: ring to hand a packet to lcore `owner` (null: self)
+  const std::atomic<const Snapshot*>* snapshot = nullptr;
+  rte_rcu_qsbr* qsbr = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+  uint32_t idle_polls_before_sleep = 0;
+  uint32_t idle_sleep_us = 0;
+};
+
+class Lcore {
+ public:
+  explicit Lcore(LcoreResources r);
+
+  // The main loop; returns when *stop becomes true.
+  int run() noexcept;
+
+  [[nodiscard]] const LcoreCounters& counters() const noexcept { return counters_; }
+  [[nodiscard]] const LcoreResources& resources() const noexcept { return r_; }
+  // One line: lcore id, queues, owned shards per job.
+  [[nodiscard]] std::string describe(const Snapshot& s) const;
+
+ private:
+  struct Rx;  // a parsed frame on its way through the handlers
+
+  // `port`: index of the port the frame arrived on (0xffff: unknown).
+  void handle_frame(rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept;
+  void handle_arp(const Rx& rx, const Snapshot& s) noexcept;
+  void handle_icmp(rte_mbuf* m, Rx& rx) noexcept;
+  void handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
+  void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
+  void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  void on_probe(rte_mbuf* m, Rx& rx) noexcept;
+
+  // Result segment `seg` of buffer out[buf] of chunk `c`, labelled `round`, to `rank`.
+  void send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+                    uint16_t rank) noexcept;
+  void send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept;
+  void send_error(const Rx& rx, const JobPlan& plan, proto::Status status, uint32_t aux) noexcept;
+  void send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
+                     uint32_t aux) noexcept;
+  void finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
+
+  // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
+  rte_mbuf* start_message(const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept;
+  void count_drop(Drop d) noexcept { ++counters_.drops[static_cast<size_t>(d)]; }
+
+  LcoreResources r_;
+  LcoreCounters counters_;
+  std::vector<TxBuffer> tx_;  // per port
+  const Snapshot* snap_ = nullptr;
+  uint32_t seq_ = 0;
+};
+
+}  // namespace phub::engine

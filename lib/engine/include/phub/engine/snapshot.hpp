@@ -1,0 +1,47 @@
+// The immutable view of the configuration the lcores read through one pointer (swapped on reload).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "phub/config/config.hpp"
+#include "phub/engine/job.hpp"
+#include "phub/proto/frame.hpp"
+
+namespace phub::engine {
+
+struct PortInfo {
+  std::string name;
+  uint16_t port_id = 0;        // ethdev id
+  uint32_t ipv4 = 0;           // host order
+  proto::MacAddr mac{};
+  uint16_t mtu = 1500;
+  bool zero_copy_tx = false;   // chained mbufs with external buffers
+};
+
+struct Snapshot {
+  std::shared_ptr<const config::Config> config;
+  std::vector<PortInfo> ports;
+  std::vector<std::shared_ptr<const JobPlan>> jobs;
+  // lcore_jobs[lcore][job]: the mutable part each lcore owns (owned by the Engine, outliving snapshots).
+  std::vector<std::vector<LcoreJob*>> lcore_jobs;
+  // UDP destination port -> job index + 1 (0: no job listens there).
+  std::vector<uint16_t> port_to_job = std::vector<uint16_t>(65536, 0);
+  // ethdev port id -> index into ports (0xffff: not ours).
+  std::array<uint16_t, RTE_MAX_ETHPORTS> port_index{};
+  uint64_t round_stall_tsc = 0;
+  uint64_t tsc_hz = 0;
+
+  // Job index of a configured job id, or -1.
+  [[nodiscard]] int job_by_id(uint32_t id) const noexcept {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs[i]->cfg.id == id) return static_cast<int>(i);
+    }
+    return -1;
+  }
+};
+
+}  // namespace phub::engine

@@ -1,0 +1,73 @@
+// Buffered transmit for one (port, queue): packets wait here until the next flush; what the queue
+// cannot take is kept for the next flush, and only a full buffer drops (counted).
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+
+#include "phub/drivers/eth_port.hpp"
+#include "phub/engine/counters.hpp"
+
+namespace phub::engine {
+
+class TxBuffer {
+ public:
+  static constexpr uint16_t kCapacity = 2048;
+  static constexpr uint16_t kBurst = 64;
+
+  void bind(const drivers::EthPort* port, uint16_t queue) noexcept {
+    port_ = port;
+    queue_ = queue;
+  }
+
+  // Queue a packet; flushes a burst when enough are waiting. Returns false (and frees) when full.
+  bool add(rte_mbuf* m, LcoreCounters& c) noexcept {
+    if (count_ == kCapacity) {
+      flush(c);
+      if (count_ == kCapacity) {
+        rte_pktmbuf_free(m);
+        ++c.drops[static_cast<size_t>(Drop::tx_full)];
+        return false;
+      }
+    }
+    pkts_[(head_ + count_) % kCapacity] = m;
+    ++count_;
+    if (count_ >= kBurst) flush(c);
+    return true;
+  }
+
+  // Send as much as the queue takes now.
+  void flush(LcoreCounters& c) noexcept {
+    while (count_ > 0) {
+      const uint16_t contiguous = static_cast<uint16_t>(kCapacity - head_ < count_ ? kCapacity - head_ : count_);
+      const uint16_t n = contiguous < kBurst ? contiguous : kBurst;
+      const uint16_t sent = port_->tx(queue_, &pkts_[head_], n);
+      for (uint16_t i = 0; i < sent; ++i) c.tx_bytes += pkts_[head_ + i]->pkt_len;
+      c.tx_packets += sent;
+      head_ = static_cast<uint16_t>((head_ + sent) % kCapacity);
+      count_ = static_cast<uint16_t>(count_ - sent);
+      if (sent < n) return;  // queue full: retry on the next flush
+    }
+  }
+
+  [[nodiscard]] uint16_t pending() const noexcept { return count_; }
+
+  // Drop everything still waiting (shutdown).
+  void discard() noexcept {
+    while (count_ > 0) {
+      rte_pktmbuf_free(pkts_[head_]);
+      head_ = static_cast<uint16_t>((head_ + 1) % kCapacity);
+      --count_;
+    }
+  }
+
+ private:
+  const drivers::EthPort* port_ = nullptr;
+  uint16_t queue_ = 0;
+  uint16_t head_ = 0;
+  uint16_t count_ = 0;
+  rte_mbuf* pkts_[kCapacity];
+};
+
+}  // namespace phub::engine

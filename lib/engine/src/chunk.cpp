@@ -1,0 +1,186 @@
+// Round state machine and arithmetic of one chunk (see chunk.hpp).
+#include "phub/engine/chunk.hpp"
+
+#include <cstring>
+
+namespace phub::engine {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+constexpr size_t round_up(size_t n) noexcept { return (n + kAlign - 1) / kAlign * kAlign; }
+
+bool test_bit(const uint64_t* words, uint32_t i) noexcept { return (words[i / 64] >> (i % 64)) & 1u; }
+void set_bit(uint64_t* words, uint32_t i) noexcept { words[i / 64] |= uint64_t{1} << (i % 64); }
+
+bool needs_moment1(const JobMath& m) noexcept { return m.ps && m.optimizer.kind != agg::OptimizerKind::sgd; }
+bool needs_moment2(const JobMath& m) noexcept { return m.ps && m.optimizer.kind == agg::OptimizerKind::adam; }
+
+// Sum the staged contributions of every rank in rank order into acc (deterministic mode).
+void tall_in_rank_order(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexcept {
+  constexpr uint16_t kBatch = 64;
+  const std::byte* srcs[kBatch];
+  const size_t in_bytes = dtype_bytes(m.in_dtype);
+  for (uint16_t first = 0; first < m.workers; first += kBatch) {
+    const uint16_t k = static_cast<uint16_t>(m.workers - first < kBatch ? m.workers - first : kBatch);
+    for (uint16_t j = 0; j < k; ++j) {
+      srcs[j] = c.staging + (static_cast<size_t>(first + j) * c.elems + off) * in_bytes;
+    }
+    m.kernels->tall(c.acc + off, srcs, k, m.in_dtype, n, first == 0);
+  }
+}
+
+// The segment has every contribution: reduce it and write its result into out[cur].
+void finish_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexcept {
+  if (m.deterministic) tall_in_rank_order(m, c, off, n);
+  std::byte* out = c.out[c.cur] + static_cast<size_t>(off) * dtype_bytes(m.out_dtype);
+  const float scale = m.mean ? 1.0f / static_cast<float>(m.workers) : 1.0f;
+  if (m.ps) {
+    agg::OptimizerParams p = m.optimizer;
+    p.step = c.step + 1;
+    p.grad_scale = scale;
+    m.kernels->optimize(p, c.weights + off, c.moment1 ? c.moment1 + off : nullptr,
+                        c.moment2 ? c.moment2 + off : nullptr, c.acc + off, n);
+    m.kernels->narrow(out, c.weights + off, m.out_dtype, n);
+  } else {
+    if (m.mean) m.kernels->scale(c.acc + off, scale, n);
+    m.kernels->narrow(out, c.acc + off, m.out_dtype, n);
+  }
+  ++c.segs_done;
+}
+
+}  // namespace
+
+ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments) noexcept {
+  ChunkSizes s;
+  const size_t f32 = static_cast<size_t>(elems) * sizeof(float);
+  s.acc = round_up(f32);
+  s.weights = m.ps ? round_up(f32) : 0;
+  s.moment1 = needs_moment1(m) ? round_up(f32) : 0;
+  s.moment2 = needs_moment2(m) ? round_up(f32) : 0;
+  s.staging = m.deterministic ? round_up(static_cast<size_t>(m.workers) * elems * dtype_bytes(m.in_dtype)) : 0;
+  s.bits = round_up(static_cast<size_t>(segments) * m.bitmap_words * sizeof(uint64_t));
+  s.counts = round_up(static_cast<size_t>(segments) * sizeof(uint16_t));
+  s.init_bits = m.ps ? round_up((segments + 63) / 64 * sizeof(uint64_t)) : 0;
+  s.result = round_up(static_cast<size_t>(elems) * dtype_bytes(m.out_dtype));
+  return s;
+}
+
+size_t carve_chunk(const JobMath& m, Chunk& c, std::byte* arena) noexcept {
+  const ChunkSizes s = chunk_sizes(m, c.elems, c.segments);
+  std::byte* p = arena;
+  auto take = [&p](size_t bytes) {
+    std::byte* q = bytes ? p : nullptr;
+    p += bytes;
+    return q;
+  };
+  c.acc = reinterpret_cast<float*>(take(s.acc));
+  c.weights = reinterpret_cast<float*>(take(s.weights));
+  c.moment1 = reinterpret_cast<float*>(take(s.moment1));
+  c.moment2 = reinterpret_cast<float*>(take(s.moment2));
+  c.staging = take(s.staging);
+  c.bits = reinterpret_cast<uint64_t*>(take(s.bits));
+  c.counts = reinterpret_cast<uint16_t*>(take(s.counts));
+  c.init_bits = reinterpret_cast<uint64_t*>(take(s.init_bits));
+  c.initialized = !m.ps;
+  return static_cast<size_t>(p - arena);
+}
+
+int64_t round_delta(const JobMath& m, uint32_t a, uint32_t b) noexcept {
+  if (m.round_modulus == 0) return static_cast<int32_t>(a - b);
+  const int64_t mod = m.round_modulus;
+  int64_t d = (static_cast<int64_t>(a) - static_cast<int64_t>(b)) % mod;
+  if (d < 0) d += mod;
+  if (d > mod / 2) d -= mod;
+  return d;
+}
+
+uint32_t next_round(const JobMath& m, uint32_t r) noexcept {
+  return m.round_modulus == 0 ? r + 1 : (r + 1) % m.round_modulus;
+}
+
+uint32_t prev_round(const JobMath& m, uint32_t r) noexcept {
+  if (m.round_modulus == 0) return r - 1;
+  return r == 0 ? m.round_modulus - 1 : r - 1;
+}
+
+bool segment_done(const JobMath& m, const Chunk& c, uint32_t seg) noexcept { return c.counts[seg] == m.workers; }
+
+bool contributed(const JobMath& m, const Chunk& c, uint32_t seg, uint16_t rank) noexcept {
+  return test_bit(c.bits + static_cast<size_t>(seg) * m.bitmap_words, rank);
+}
+
+uint16_t first_missing_rank(const JobMath& m, const Chunk& c) noexcept {
+  for (uint16_t r = 0; r < m.workers; ++r) {
+    for (uint32_t s = 0; s < c.segments; ++s) {
+      if (!contributed(m, c, s, r)) return r;
+    }
+  }
+  return m.workers;
+}
+
+PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round, uint32_t seg,
+                      const std::byte* payload, uint64_t now_tsc) noexcept {
+  if (m.round_modulus != 0 && round >= m.round_modulus) return PushResult::bad_round;
+  if (!c.initialized) return PushResult::not_initialized;
+  const int64_t d = round_delta(m, round, c.round);
+  if (d == -1) return c.has_prev ? PushResult::previous_round : PushResult::behind;
+  if (d < -1) return PushResult::behind;
+  if (d > 0) return PushResult::ahead;
+
+  uint64_t* bits = c.bits + static_cast<size_t>(seg) * m.bitmap_words;
+  if (test_bit(bits, rank)) return segment_done(m, c, seg) ? PushResult::duplicate_complete : PushResult::duplicate;
+  set_bit(bits, rank);
+  const uint16_t count = ++c.counts[seg];
+  if (c.first_tsc == 0) c.first_tsc = now_tsc | 1;  // never 0 once started
+
+  const uint32_t off = segment_offset(m, seg);
+  const uint32_t n = segment_elems(m, c, seg);
+  if (m.deterministic) {
+    const size_t in_bytes = dtype_bytes(m.in_dtype);
+    std::memcpy(c.staging + (static_cast<size_t>(rank) * c.elems + off) * in_bytes, payload, n * in_bytes);
+  } else if (count == 1) {
+    m.kernels->init(c.acc + off, payload, m.in_dtype, n);
+  } else {
+    m.kernels->accumulate(c.acc + off, payload, m.in_dtype, n);
+  }
+  if (count < m.workers) return PushResult::accepted;
+  finish_segment(m, c, off, n);
+  return PushResult::segment_complete;
+}
+
+void advance_round(const JobMath& m, Chunk& c) noexcept {
+  c.round = next_round(m, c.round);
+  c.segs_done = 0;
+  c.cur ^= 1;
+  c.has_prev = true;
+  c.first_tsc = 0;
+  c.stall_reported_tsc = 0;
+  if (m.ps) ++c.step;
+  std::memset(c.bits, 0, static_cast<size_t>(c.segments) * m.bitmap_words * sizeof(uint64_t));
+  std::memset(c.counts, 0, static_cast<size_t>(c.segments) * sizeof(uint16_t));
+}
+
+InitResult init_segment(const JobMath& m, Chunk& c, uint32_t seg, const std::byte* payload, Dtype d) noexcept {
+  if (!m.ps) return InitResult::bad_request;
+  if (c.step > 0 || c.segs_done > 0) return InitResult::too_late;
+  const uint32_t off = segment_offset(m, seg);
+  const uint32_t n = segment_elems(m, c, seg);
+  m.kernels->init(c.weights + off, payload, d, n);
+  if (c.moment1) std::memset(c.moment1 + off, 0, n * sizeof(float));
+  if (c.moment2) std::memset(c.moment2 + off, 0, n * sizeof(float));
+  // The previous-result buffer holds the current weights (what a pull returns).
+  m.kernels->narrow(c.out[c.cur ^ 1] + static_cast<size_t>(off) * dtype_bytes(m.out_dtype), c.weights + off,
+                    m.out_dtype, n);
+  if (!test_bit(c.init_bits, seg)) {
+    set_bit(c.init_bits, seg);
+    if (++c.init_segs == c.segments) {
+      c.initialized = true;
+      c.has_prev = true;
+      return InitResult::chunk_initialized;
+    }
+  }
+  return InitResult::accepted;
+}
+
+}  // namespace phub::engine

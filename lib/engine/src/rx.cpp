@@ -1,0 +1,368 @@
+// Receive path: classify each frame (ARP, ICMP echo, phub UDP), hand it to the owning lcore when it
+// landed on the wrong queue, and run the phub opcodes on the chunks this lcore owns.
+#include <rte_cycles.h>
+
+#include <cstring>
+
+#include "phub/engine/lcore.hpp"
+#include "phub/proto/arp_icmp.hpp"
+#include "phub/proto/auth.hpp"
+#include "rx_frame.hpp"
+
+namespace phub::engine {
+
+
+namespace {
+
+constexpr proto::MacAddr kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+bool source_allowed(const config::Job& job, uint32_t ip) noexcept {
+  if (job.allowed_sources.empty()) return true;
+  for (const auto& p : job.allowed_sources) {
+    const uint32_t mask = p.prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - p.prefix_len);
+    if ((ip & mask) == (p.addr & mask)) return true;
+  }
+  return false;
+}
+
+Peer peer_of(const proto::L2& l2, const proto::Ipv4& ip, const proto::Udp& udp, uint16_t port) noexcept {
+  Peer p;
+  p.mac = l2.src;
+  p.ip = ip.src;
+  p.udp_port = udp.src_port;
+  p.port = static_cast<uint8_t>(port);
+  p.known = true;
+  return p;
+}
+
+}  // namespace
+
+void Lcore::handle_frame(rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept {
+  Rx rx;
+  rx.m = m;
+  rx.port = port;
+  if (rx.port == 0xffff) {
+    count_drop(Drop::not_for_us);
+    rte_pktmbuf_free(m);
+    return;
+  }
+  if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+    count_drop(Drop::rx_scattered);
+    rte_pktmbuf_free(m);
+    return;
+  }
+  rx.frame = std::span(rte_pktmbuf_mtod(m, std::byte*), m->data_len);
+  const PortInfo& pi = s.ports[rx.port];
+
+  auto drop = [&](Drop d) {
+    count_drop(d);
+    rte_pktmbuf_free(m);
+  };
+  auto malformed = [&](proto::ParseError e) {
+    ++counters_.malformed[static_cast<size_t>(e)];
+    rte_pktmbuf_free(m);
+  };
+
+  auto l2 = proto::parse_l2(rx.frame);
+  if (!l2) return malformed(l2.error());
+  rx.l2 = *l2;
+  if (rx.l2.dst != pi.mac && rx.l2.dst != kBroadcast) return drop(Drop::not_for_us);
+  if (rx.l2.ether_type == proto::kEtherTypeArp) {
+    handle_arp(rx, s);
+    rte_pktmbuf_free(m);
+    return;
+  }
+  if (rx.l2.ether_type != proto::kEtherTypeIpv4) return drop(Drop::non_ip);
+
+  const bool ip_good = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  auto ip = proto::parse_ipv4(rx.frame, rx.l2, !ip_good);
+  if (!ip) return malformed(ip.error());
+  rx.ip = *ip;
+  if (rx.ip.dst != pi.ipv4) return drop(Drop::not_for_us);
+  if (rx.ip.protocol == proto::kIpProtoIcmp) return handle_icmp(m, rx);
+  if (rx.ip.protocol != proto::kIpProtoUdp) return drop(Drop::ip_other_protocol);
+
+  auto udp = proto::parse_udp(rx.frame, rx.ip);
+  if (!udp) return malformed(udp.error());
+  rx.udp = *udp;
+  if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD) return drop(Drop::udp_checksum_bad);
+  const uint16_t job = s.port_to_job[rx.udp.dst_port];
+  if (job == 0) return drop(Drop::unknown_port);
+  const uint16_t owner = static_cast<uint16_t>(rx.udp.dst_port - s.jobs[job - 1]->cfg.port_base);
+  if (owner != r_.index) {
+    if (from_ring || owner >= r_.outbox.size() || r_.outbox[owner] == nullptr) return drop(Drop::wrong_owner);
+    m->port = pi.port_id;  // some PMDs (net_ring) leave the sender's port id here
+    if (rte_ring_sp_enqueue(r_.outbox[owner], m) != 0) return drop(Drop::ring_full);
+    ++counters_.redirected_out;
+    return;
+  }
+  handle_phub(m, rx, s, static_cast<uint16_t>(job - 1));
+}
+
+void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
+  auto arp = proto::parse_arp(rx.frame, rx.l2);
+  if (!arp) {
+    ++counters_.malformed[static_cast<size_t>(arp.error())];
+    return;
+  }
+  const PortInfo& pi = s.ports[rx.port];
+  if (arp->op != proto::ArpOp::request || arp->target_ip != pi.ipv4) return;
+  rte_mbuf* r = rte_pktmbuf_alloc(r_.hdr_pool);
+  if (r == nullptr) return count_drop(Drop::no_mbuf);
+  auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(r, 60));  // minimum Ethernet frame
+  std::memset(p, 0, 60);
+  (void)proto::build_arp_reply(*arp, pi.mac, pi.ipv4, std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
+  ++counters_.arp_replies;
+  tx_[rx.port].add(r, counters_);
+}
+
+void Lcore::handle_icmp(rte_mbuf* m, Rx& rx) noexcept {
+  auto echo = proto::parse_icmp_echo_request(rx.frame, rx.ip);
+  if (!echo) {
+    ++counters_.malformed[static_cast<size_t>(echo.error())];
+    rte_pktmbuf_free(m);
+    return;
+  }
+  proto::icmp_echo_reply_in_place(rx.frame, rx.l2, rx.ip, *echo);
+  m->ol_flags = 0;
+  ++counters_.icmp_replies;
+  tx_[rx.port].add(m, counters_);
+}
+
+void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept {
+  auto drop = [&](Drop d) {
+    count_drop(d);
+    rte_pktmbuf_free(m);
+  };
+  rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
+  auto hdr = proto::parse_header(rx.msg);
+  if (!hdr) {
+    ++counters_.malformed[static_cast<size_t>(hdr.error())];
+    rte_pktmbuf_free(m);
+    return;
+  }
+  rx.hdr = *hdr;
+  rx.payload = rx.msg.subspan(proto::kHeaderBytes);
+
+  const JobPlan& plan = *s.jobs[job_index];
+  if (rx.hdr.job_id != plan.cfg.id) return drop(s.job_by_id(rx.hdr.job_id) < 0 ? Drop::unknown_job : Drop::job_port_mismatch);
+  if (plan.authenticated && !proto::verify_header(plan.key, rx.msg.first<proto::kHeaderBytes>())) {
+    return drop(Drop::bad_tag);
+  }
+  if (rx.hdr.rank >= plan.math.workers) return drop(Drop::bad_rank);
+  if (!source_allowed(plan.cfg, rx.ip.src) ||
+      (!plan.cfg.worker_ipv4.empty() && plan.cfg.worker_ipv4[rx.hdr.rank] != rx.ip.src)) {
+    return drop(Drop::source_not_allowed);
+  }
+  LcoreJob& lj = *s.lcore_jobs[r_.index][job_index];
+  const uint64_t now = rte_rdtsc();
+  if (!lj.admit_packet(now, s.tsc_hz)) return drop(Drop::rate_limited);
+  if ((rx.hdr.flags & proto::flag::retransmit) != 0) ++lj.counters.retransmits_seen;
+
+  Peer& peer = lj.peer(rx.hdr.rank);
+  if (!peer.known || peer.ip != rx.ip.src || peer.udp_port != rx.udp.src_port || peer.mac != rx.l2.src ||
+      peer.port != rx.port) {
+    peer = peer_of(rx.l2, rx.ip, rx.udp, rx.port);
+  }
+
+  switch (rx.hdr.opcode) {
+    case proto::Opcode::push:
+    case proto::Opcode::init:
+      on_data(rx, plan, lj, now);
+      break;
+    case proto::Opcode::rerequest:
+    case proto::Opcode::pull:
+      on_rerequest(rx, plan, lj);
+      break;
+    case proto::Opcode::join:
+      ++lj.counters.joins;
+      break;
+    case proto::Opcode::leave:
+      ++lj.counters.leaves;
+      peer.known = false;
+      break;
+    case proto::Opcode::probe_request:
+      on_probe(m, rx);
+      return;  // the mbuf became the reply
+    default:
+      count_drop(Drop::unexpected_opcode);
+      break;
+  }
+  rte_pktmbuf_free(m);
+}
+
+// Resolve the chunk and segment a data or request packet names; answers and counts what is wrong.
+// Returns the chunk, or null.
+static Chunk* locate(const proto::Header& h, const JobPlan& plan, LcoreJob& lj, uint16_t self, Drop& why,
+                     proto::Status& status, uint32_t& aux, uint32_t& seg) noexcept {
+  if (h.chunk_id >= plan.layout.chunk_count()) {
+    why = Drop::bad_chunk;
+    status = proto::Status::unknown_chunk;
+    aux = plan.layout.chunk_count();
+    return nullptr;
+  }
+  const proto::ChunkInfo& ci = plan.layout.chunk(h.chunk_id);
+  if (ci.owner != self) {
+    why = Drop::wrong_owner;
+    status = proto::Status::bad_request;
+    aux = ci.owner;
+    return nullptr;
+  }
+  Chunk& c = lj.chunk(ci.local_index);
+  const uint32_t se = plan.math.segment_elems;
+  seg = h.elem_offset / se;
+  if (h.elem_offset % se != 0 || seg >= c.segments || h.elem_count != segment_elems(plan.math, c, seg)) {
+    why = Drop::bad_segment;
+    status = proto::Status::bad_request;
+    aux = se;
+    return nullptr;
+  }
+  return &c;
+}
+
+void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept {
+  Drop why{};
+  proto::Status status{};
+  uint32_t aux = 0, seg = 0;
+  Chunk* cp = locate(rx.hdr, plan, lj, r_.index, why, status, aux, seg);
+  if (cp == nullptr) {
+    count_drop(why);
+    return send_error(rx, plan, status, aux);
+  }
+  Chunk& c = *cp;
+  const JobMath& m = plan.math;
+
+  if (rx.hdr.opcode == proto::Opcode::init) {
+    if (rx.hdr.rank != 0 || !m.ps) {
+      count_drop(Drop::bad_request);
+      return send_error(rx, plan, proto::Status::bad_request, 0);
+    }
+    // Answered with the segment's current weights: an acknowledgement, also when training already began.
+    if (init_segment(m, c, seg, rx.payload.data(), rx.hdr.dtype) != InitResult::too_late) ++lj.counters.inits;
+    return send_segment(plan, lj, c, c.cur ^ 1, c.round, seg, rx.hdr.rank);
+  }
+
+  if (rx.hdr.dtype != m.in_dtype) {
+    count_drop(Drop::dtype_mismatch);
+    return send_error(rx, plan, proto::Status::bad_request, static_cast<uint32_t>(m.in_dtype));
+  }
+  switch (contribute(m, c, rx.hdr.rank, rx.hdr.round, seg, rx.payload.data(), now)) {
+    case PushResult::accepted:
+      ++lj.counters.pushes;
+      lj.counters.push_payload_bytes += rx.payload.size();
+      break;
+    case PushResult::segment_complete:
+      ++lj.counters.pushes;
+      lj.counters.push_payload_bytes += rx.payload.size();
+      ++lj.counters.segments_completed;
+      send_segment_to_all(plan, lj, c, seg);
+      if (round_complete(c)) finish_round(plan, lj, c);
+      break;
+    case PushResult::duplicate:
+      ++lj.counters.duplicates;
+      break;
+    case PushResult::duplicate_complete:
+      ++lj.counters.duplicates;
+      ++lj.counters.results_resent;
+      send_segment(plan, lj, c, c.cur, c.round, seg, rx.hdr.rank);
+      break;
+    case PushResult::previous_round:
+      ++lj.counters.duplicates;
+      ++lj.counters.results_resent;
+      send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, seg, rx.hdr.rank);
+      break;
+    case PushResult::ahead:
+      count_drop(Drop::round_ahead);
+      send_error(rx, plan, proto::Status::round_ahead, c.round);
+      break;
+    case PushResult::behind:
+      count_drop(Drop::round_behind);
+      send_error(rx, plan, proto::Status::round_behind, c.round);
+      break;
+    case PushResult::not_initialized:
+      count_drop(Drop::not_initialized);
+      send_error(rx, plan, proto::Status::not_initialized, 0);
+      break;
+    case PushResult::bad_round:
+      count_drop(Drop::bad_request);
+      send_error(rx, plan, proto::Status::bad_request, m.round_modulus);
+      break;
+  }
+}
+
+void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+  const bool pull = rx.hdr.opcode == proto::Opcode::pull;
+  pull ? ++lj.counters.pulls : ++lj.counters.rerequests;
+  // elem_offset 0 with elem_count 0 asks for every segment of the chunk.
+  const bool whole = rx.hdr.elem_offset == 0 && rx.hdr.elem_count == 0;
+  proto::Header probe = rx.hdr;
+  if (whole) probe.elem_count = static_cast<uint16_t>(std::min<uint32_t>(plan.math.segment_elems, UINT16_MAX));
+  Drop why{};
+  proto::Status status{};
+  uint32_t aux = 0, seg = 0;
+  Chunk* cp = locate(probe, plan, lj, r_.index, why, status, aux, seg);
+  if (cp == nullptr && !(whole && why == Drop::bad_segment)) {
+    count_drop(why);
+    return send_error(rx, plan, status, aux);
+  }
+  if (cp == nullptr) cp = &lj.chunk(plan.layout.chunk(rx.hdr.chunk_id).local_index);  // a one-segment chunk
+  Chunk& c = *cp;
+  const JobMath& m = plan.math;
+  const uint32_t first = whole ? 0 : seg;
+  const uint32_t last = whole ? c.segments : seg + 1;
+
+  if (pull) {
+    if (!c.has_prev) {
+      count_drop(Drop::not_initialized);
+      return send_error(rx, plan, proto::Status::not_initialized, 0);
+    }
+    for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, c.round, s, rx.hdr.rank);
+    return;
+  }
+  const int64_t d = round_delta(m, rx.hdr.round, c.round);
+  if (d == -1 && c.has_prev) {
+    for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, s, rx.hdr.rank);
+    lj.counters.results_resent += last - first;
+  } else if (d == 0) {
+    for (uint32_t s = first; s < last; ++s) {
+      if (!segment_done(m, c, s)) continue;  // not complete yet: the result comes when it is
+      send_segment(plan, lj, c, c.cur, c.round, s, rx.hdr.rank);
+      ++lj.counters.results_resent;
+    }
+  } else if (d > 0) {
+    count_drop(Drop::round_ahead);
+    send_error(rx, plan, proto::Status::round_ahead, c.round);
+  } else {
+    count_drop(Drop::round_behind);
+    send_error(rx, plan, proto::Status::round_behind, c.round);
+  }
+}
+
+void Lcore::on_probe(rte_mbuf* m, Rx& rx) noexcept {
+  // Echo the probe body back to the sender as probe_reply, rewriting the frame in place.
+  if (rx.l2.l3_offset != proto::kEthBytes || rx.ip.l4_offset != proto::kEthBytes + proto::kIpv4Bytes) {
+    count_drop(Drop::bad_request);  // VLAN tags and IPv4 options are not echoed
+    rte_pktmbuf_free(m);
+    return;
+  }
+  proto::FlowAddrs a;
+  a.src_mac = snap_->ports[rx.port].mac;
+  a.dst_mac = rx.l2.src;
+  a.src_ip = rx.ip.dst;
+  a.dst_ip = rx.ip.src;
+  a.src_port = rx.udp.dst_port;
+  a.dst_port = rx.udp.src_port;
+  proto::Header h = rx.hdr;
+  h.opcode = proto::Opcode::probe_reply;
+  h.seq = seq_++;
+  proto::write_eth_ipv4_udp(a, rx.msg.size(), rx.frame);
+  auto wire = rx.frame.subspan(rx.udp.payload_offset).first<proto::kHeaderBytes>();
+  proto::write_header(h, wire);
+  const JobPlan& plan = *snap_->jobs[snap_->port_to_job[rx.udp.dst_port] - 1];
+  if (plan.authenticated) proto::sign_header(plan.key, wire);
+  rte_pktmbuf_trim(m, static_cast<uint16_t>(m->data_len - (rx.udp.payload_offset + rx.msg.size())));
+  m->ol_flags = 0;
+  tx_[rx.port].add(m, counters_);
+}
+
+}  // namespace phub::engine

@@ -1,0 +1,154 @@
+// Transmit path: result segments as a header mbuf chained to the result buffer (zero-copy, refcounted),
+// or copied where the port cannot chain; error replies; round completion.
+#include <cstring>
+
+#include "phub/engine/lcore.hpp"
+#include "phub/proto/auth.hpp"
+#include "rx_frame.hpp"
+
+namespace phub::engine {
+
+rte_mbuf* Lcore::start_message(const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept {
+  const bool chain = snap_->ports[peer.port].zero_copy_tx;
+  rte_mbuf* m = rte_pktmbuf_alloc(chain || h.payload_bytes == 0 ? r_.hdr_pool : r_.copy_pool);
+  if (m == nullptr) {
+    count_drop(Drop::no_mbuf);
+    return nullptr;
+  }
+  auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kFrameHeadersBytes));
+  if (p == nullptr) {
+    rte_pktmbuf_free(m);
+    count_drop(Drop::no_mbuf);
+    return nullptr;
+  }
+  const PortInfo& pi = snap_->ports[peer.port];
+  proto::FlowAddrs a;
+  a.src_mac = pi.mac;
+  a.dst_mac = peer.mac;
+  a.src_ip = pi.ipv4;
+  a.dst_ip = peer.ip;
+  a.src_port = static_cast<uint16_t>(plan.cfg.port_base + r_.index);
+  a.dst_port = peer.udp_port;
+  constexpr size_t kL234 = proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes;
+  proto::write_eth_ipv4_udp(a, proto::kHeaderBytes + h.payload_bytes, std::span(p, kL234));
+  auto wire = std::span<std::byte, proto::kHeaderBytes>(p + kL234, proto::kHeaderBytes);
+  proto::write_header(h, wire);
+  if (plan.authenticated) proto::sign_header(plan.key, wire);
+  return m;
+}
+
+void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+                         uint16_t rank) noexcept {
+  const Peer& peer = lj.peer(rank);
+  if (!peer.known) return;
+  const JobMath& m = plan.math;
+  const uint32_t off = segment_offset(m, seg);
+  const uint32_t n = segment_elems(m, c, seg);
+  const size_t off_bytes = static_cast<size_t>(off) * dtype_bytes(m.out_dtype);
+  const auto bytes = static_cast<uint16_t>(n * dtype_bytes(m.out_dtype));
+
+  proto::Header h;
+  h.opcode = proto::Opcode::result;
+  h.flags = m.mean && !m.ps ? proto::flag::mean : 0;
+  h.dtype = m.out_dtype;
+  h.job_id = plan.cfg.id;
+  h.rank = rank;
+  h.payload_bytes = bytes;
+  h.round = round;
+  h.chunk_id = c.id;
+  h.elem_offset = off;
+  h.elem_count = static_cast<uint16_t>(n);
+  h.seq = seq_++;
+  rte_mbuf* hdr = start_message(plan, peer, h);
+  if (hdr == nullptr) return;
+
+  if (snap_->ports[peer.port].zero_copy_tx) {
+    rte_mbuf* ext = rte_pktmbuf_alloc(r_.ext_pool);
+    if (ext == nullptr) {
+      rte_pktmbuf_free(hdr);
+      return count_drop(Drop::no_mbuf);
+    }
+    ResultBuf* b = LcoreJob::buf(c, buf);
+    rte_mbuf_ext_refcnt_update(&b->shinfo, 1);
+    rte_pktmbuf_attach_extbuf(ext, b->data + off_bytes, b->data_iova + off_bytes, bytes, &b->shinfo);
+    ext->data_len = bytes;
+    ext->pkt_len = bytes;
+    hdr->next = ext;
+    hdr->nb_segs = 2;
+    hdr->pkt_len += bytes;
+  } else {
+    auto* dst = rte_pktmbuf_append(hdr, bytes);
+    if (dst == nullptr) {
+      rte_pktmbuf_free(hdr);
+      return count_drop(Drop::no_mbuf);
+    }
+    std::memcpy(dst, c.out[buf] + off_bytes, bytes);
+    ++counters_.results_copied;
+  }
+  ++lj.counters.results_sent;
+  tx_[peer.port].add(hdr, counters_);
+}
+
+void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept {
+  for (uint16_t rank = 0; rank < plan.math.workers; ++rank) send_segment(plan, lj, c, c.cur, c.round, seg, rank);
+}
+
+namespace {
+
+proto::Header error_header(const JobPlan& plan, uint16_t rank, uint32_t round, uint32_t chunk, uint32_t offset,
+                           proto::Status status, uint32_t aux) {
+  proto::Header h;
+  h.opcode = proto::Opcode::error;
+  h.status = status;
+  h.dtype = plan.math.in_dtype;
+  h.job_id = plan.cfg.id;
+  h.rank = rank;
+  h.round = round;
+  h.chunk_id = chunk;
+  h.elem_offset = offset;
+  h.aux = aux;
+  return h;
+}
+
+}  // namespace
+
+void Lcore::send_error(const Rx& rx, const JobPlan& plan, proto::Status status, uint32_t aux) noexcept {
+  Peer to;
+  to.mac = rx.l2.src;
+  to.ip = rx.ip.src;
+  to.udp_port = rx.udp.src_port;
+  to.port = static_cast<uint8_t>(rx.port);
+  to.known = true;
+  proto::Header h = error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status, aux);
+  h.seq = seq_++;
+  rte_mbuf* m = start_message(plan, to, h);
+  if (m == nullptr) return;
+  ++snap_->lcore_jobs[r_.index][plan.index]->counters.errors_sent;
+  tx_[to.port].add(m, counters_);
+}
+
+void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
+                          uint32_t aux) noexcept {
+  const Peer& peer = lj.peer(rank);
+  if (!peer.known) return;
+  proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux);
+  h.seq = seq_++;
+  rte_mbuf* m = start_message(plan, peer, h);
+  if (m == nullptr) return;
+  ++lj.counters.errors_sent;
+  tx_[peer.port].add(m, counters_);
+}
+
+void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
+  ++lj.counters.rounds_completed;
+  // The previous result is about to be overwritten by the next round: make sure no transmit still
+  // points at it (free what the NICs are done with, else swap in a spare buffer).
+  if (LcoreJob::busy(LcoreJob::buf(c, c.cur ^ 1))) {
+    for (auto& t : tx_) t.flush(counters_);
+    for (const auto* port : r_.ports) port->tx_done_cleanup(r_.index);
+    if (!lj.renew_previous(c)) ++lj.counters.results_reused_busy;
+  }
+  advance_round(plan.math, c);
+}
+
+}  // namespace phub::engine

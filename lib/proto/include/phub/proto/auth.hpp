@@ -1,0 +1,39 @@
+// Packet authentication: SipHash-2-4 of the header keyed by a per-job secret; payload CRC32C via ISA-L.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "phub/proto/header.hpp"
+
+namespace phub::proto {
+
+struct AuthKey {
+  uint64_t k0 = 0;
+  uint64_t k1 = 0;
+  friend bool operator==(const AuthKey&, const AuthKey&) = default;
+};
+
+// SipHash-2-4 (Aumasson & Bernstein), 64-bit output.
+[[nodiscard]] uint64_t siphash24(const AuthKey& key, std::span<const std::byte> data) noexcept;
+
+// A job's 128-bit key from its configured secret (any string).
+[[nodiscard]] AuthKey derive_key(std::string_view secret) noexcept;
+
+// The tag of a wire header: SipHash-2-4 over its 54 bytes with the tag field taken as zero. The header
+// covers job, rank, round, position and (with the crc flag) the payload's CRC32C.
+[[nodiscard]] uint64_t header_tag(const AuthKey& key, std::span<const std::byte, kHeaderBytes> wire) noexcept;
+
+// Compute the tag of a wire header and store it in its tag field.
+void sign_header(const AuthKey& key, std::span<std::byte, kHeaderBytes> wire) noexcept;
+
+// Whether the tag stored in a wire header is right for `key`.
+[[nodiscard]] bool verify_header(const AuthKey& key, std::span<const std::byte, kHeaderBytes> wire) noexcept;
+
+// CRC32C (Castagnoli) of a payload, standard form (init ~0, final xor ~0), computed with ISA-L.
+[[nodiscard]] uint32_t crc32c(std::span<const std::byte> data) noexcept;
+
+}  // namespace phub::proto

@@ -1,0 +1,108 @@
+// The phub header: opcodes, flags, the 54-byte wire layout and its parse/build (no DPDK).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "phub/base/dtype.hpp"
+#include "phub/base/expected.hpp"
+#include "phub/proto/errors.hpp"
+
+namespace phub::proto {
+
+inline constexpr uint16_t kMagic = 0x5048;  // "PH"
+inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kHeaderBytes = 54;  // Eth 14 + IPv4 20 + UDP 8 + 54 = 96: payload 32-byte aligned in a frame
+
+enum class Opcode : uint8_t {
+  push = 1,           // worker -> server: a gradient contribution for (chunk, round, elements)
+  result = 2,         // server -> worker: the aggregated result (allreduce) or updated weights (ps)
+  rerequest = 3,      // worker -> server: send me the result of (chunk, round) again
+  fwd_partial = 4,    // rack hub -> home hub: the rack's partial sum, as one contributor
+  fwd_result = 5,     // home hub -> rack hub: the final result, to fan out
+  error = 6,          // server -> worker: status says why; aux carries detail (e.g. the server's round)
+  join = 7,           // worker -> server: announce rank and address
+  leave = 8,          // worker -> server: rank leaves the job
+  probe_request = 9,  // probe agent -> peer: payload is the probe body (timestamps), echoed back
+  probe_reply = 10,   // peer -> probe agent
+  init = 11,          // rank 0 -> server (ps mode): initial weights of a chunk
+  pull = 12,          // worker -> server (ps mode): send the current weights of a chunk
+};
+inline constexpr uint8_t kOpcodeMin = 1;
+inline constexpr uint8_t kOpcodeMax = 12;
+
+[[nodiscard]] std::string_view opcode_name(Opcode op) noexcept;
+
+// Opcodes whose payload is elem_count elements of dtype.
+[[nodiscard]] constexpr bool opcode_carries_elems(Opcode op) noexcept {
+  return op == Opcode::push || op == Opcode::result || op == Opcode::fwd_partial || op == Opcode::fwd_result ||
+         op == Opcode::init;
+}
+
+// Header flag bits. Unknown bits are rejected.
+namespace flag {
+inline constexpr uint16_t crc = 1u << 0;         // crc32c field holds CRC32C of the payload
+inline constexpr uint16_t retransmit = 1u << 1;  // sender resent this packet after a timeout
+inline constexpr uint16_t mean = 1u << 2;        // result: the payload is a mean, not a sum
+inline constexpr uint16_t known = crc | retransmit | mean;
+}  // namespace flag
+
+// Status codes carried by Opcode::error (and 0 everywhere else).
+enum class Status : uint8_t {
+  ok = 0,
+  round_ahead = 1,      // push for a round beyond the chunk's window; aux = server's round
+  round_behind = 2,     // push for a round older than the kept result; aux = server's round
+  round_stalled = 3,    // the round missed its deadline; aux = a rank still missing
+  unknown_chunk = 4,    // chunk id or element range outside the job
+  not_initialized = 5,  // ps mode: weights of this chunk not yet initialised by rank 0
+  busy = 6,             // transient: retry later (result buffer still in flight)
+  bad_request = 7,      // a well-formed packet the job cannot accept (dtype mismatch, wrong owner, ...)
+};
+inline constexpr uint8_t kStatusMax = 7;
+
+[[nodiscard]] std::string_view status_name(Status s) noexcept;
+
+// The header in host byte order. Wire layout (all multi-byte fields big-endian):
+//   0 magic u16 | 2 version u8 | 3 opcode u8 | 4 flags u16 | 6 dtype u8 | 7 status u8
+//   8 job_id u32 | 12 rank u16 | 14 payload_bytes u16 | 16 round u32 | 20 chunk_id u32
+//  24 elem_offset u32 | 28 elem_count u16 | 30 reserved u16 (0) | 32 crc32c u32 | 36 aux u32
+//  40 auth_tag u64 | 48 seq u32 | 52 reserved u16 (0)
+struct Header {
+  Opcode opcode = Opcode::push;
+  uint16_t flags = 0;
+  Dtype dtype = Dtype::fp32;
+  Status status = Status::ok;
+  uint32_t job_id = 0;
+  uint16_t rank = 0;
+  uint16_t payload_bytes = 0;
+  uint32_t round = 0;
+  uint32_t chunk_id = 0;
+  uint32_t elem_offset = 0;  // elements from the start of the chunk
+  uint16_t elem_count = 0;   // elements in this packet (data opcodes), or the requested range
+  uint32_t crc32c = 0;
+  uint32_t aux = 0;
+  uint64_t auth_tag = 0;
+  uint32_t seq = 0;          // sender's packet sequence number (diagnostics, probe matching)
+
+  friend bool operator==(const Header&, const Header&) = default;
+};
+
+inline constexpr size_t kAuthTagOffset = 40;
+inline constexpr size_t kCrcOffset = 32;
+
+// Parse and validate a phub header at the start of a UDP payload. Checks magic, version, opcode, dtype,
+// flags, reserved fields, payload_bytes against the real remaining length, elem_count against the payload
+// for data opcodes, and the CRC when the crc flag is set. Never reads past `udp_payload`.
+[[nodiscard]] Expected<Header, ParseError> parse_header(std::span<const std::byte> udp_payload) noexcept;
+
+// Write `h` in wire order into out[0..kHeaderBytes). `out` must hold kHeaderBytes.
+void write_header(const Header& h, std::span<std::byte, kHeaderBytes> out) noexcept;
+
+// Header plus payload into `out`: fills payload_bytes (and crc32c when the crc flag is set), copies the
+// payload. Returns the bytes written, or an error when `out` is too small or the payload does not fit.
+[[nodiscard]] Expected<size_t, BuildError> build_message(Header h, std::span<const std::byte> payload,
+                                                         std::span<std::byte> out) noexcept;
+
+}  // namespace phub::proto

@@ -1,0 +1,139 @@
+// Ethernet / IPv4 / UDP parsing and building, bounds-checked against the real frame length.
+#include "phub/proto/frame.hpp"
+
+#include <cstring>
+
+#include "phub/base/bytes.hpp"
+
+namespace phub::proto {
+
+uint16_t inet_checksum(std::span<const std::byte> data, uint32_t initial_sum) noexcept {
+  uint64_t sum = initial_sum;
+  size_t i = 0;
+  for (; i + 1 < data.size(); i += 2) sum += load_be<uint16_t>(data.data() + i);
+  if (i < data.size()) sum += static_cast<uint16_t>(static_cast<uint8_t>(data[i]) << 8);
+  while ((sum >> 16) != 0) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum & 0xffff);
+}
+
+Expected<L2, ParseError> parse_l2(std::span<const std::byte> frame) noexcept {
+  if (frame.size() < kEthBytes) return unexpected(ParseError::frame_too_short);
+  L2 l2;
+  std::memcpy(l2.dst.data(), frame.data(), 6);
+  std::memcpy(l2.src.data(), frame.data() + 6, 6);
+  l2.ether_type = load_be<uint16_t>(frame.data() + 12);
+  l2.l3_offset = kEthBytes;
+  if (l2.ether_type == kEtherTypeVlan) {
+    if (frame.size() < kEthBytes + kVlanBytes) return unexpected(ParseError::vlan_too_short);
+    l2.vlan_tci = load_be<uint16_t>(frame.data() + 14);
+    l2.ether_type = load_be<uint16_t>(frame.data() + 16);
+    l2.l3_offset = kEthBytes + kVlanBytes;
+  }
+  return l2;
+}
+
+Expected<Ipv4, ParseError> parse_ipv4(std::span<const std::byte> frame, const L2& l2, bool verify_checksum) noexcept {
+  if (l2.ether_type != kEtherTypeIpv4) return unexpected(ParseError::not_ipv4);
+  if (frame.size() < l2.l3_offset + kIpv4Bytes) return unexpected(ParseError::frame_too_short);
+  const std::byte* p = frame.data() + l2.l3_offset;
+  const auto ver_ihl = static_cast<uint8_t>(p[0]);
+  if ((ver_ihl >> 4) != 4) return unexpected(ParseError::ipv4_bad_version);
+  const size_t ihl_bytes = (ver_ihl & 0x0f) * 4u;
+  if (ihl_bytes < kIpv4Bytes) return unexpected(ParseError::ipv4_bad_ihl);
+  const size_t total = load_be<uint16_t>(p + 2);
+  if (total < ihl_bytes || l2.l3_offset + total > frame.size()) return unexpected(ParseError::ipv4_bad_total_length);
+  const uint16_t frag = load_be<uint16_t>(p + 6);
+  if ((frag & 0x3fff) != 0) return unexpected(ParseError::ipv4_fragment);  // MF set or non-zero offset
+  if (verify_checksum && inet_checksum(std::span(p, ihl_bytes)) != 0) return unexpected(ParseError::ipv4_bad_checksum);
+  Ipv4 ip;
+  ip.ttl = static_cast<uint8_t>(p[8]);
+  ip.protocol = static_cast<uint8_t>(p[9]);
+  ip.src = load_be<uint32_t>(p + 12);
+  ip.dst = load_be<uint32_t>(p + 16);
+  ip.l4_offset = l2.l3_offset + ihl_bytes;
+  ip.l4_bytes = total - ihl_bytes;
+  return ip;
+}
+
+Expected<Udp, ParseError> parse_udp(std::span<const std::byte> frame, const Ipv4& ip) noexcept {
+  if (ip.protocol != kIpProtoUdp) return unexpected(ParseError::not_udp);
+  if (ip.l4_bytes < kUdpBytes) return unexpected(ParseError::udp_bad_length);
+  const std::byte* p = frame.data() + ip.l4_offset;
+  const size_t udp_len = load_be<uint16_t>(p + 4);
+  if (udp_len != ip.l4_bytes) return unexpected(ParseError::udp_bad_length);
+  Udp u;
+  u.src_port = load_be<uint16_t>(p);
+  u.dst_port = load_be<uint16_t>(p + 2);
+  u.payload_offset = ip.l4_offset + kUdpBytes;
+  u.payload_bytes = udp_len - kUdpBytes;
+  return u;
+}
+
+Expected<PhubFrame, ParseError> parse_phub_frame(std::span<const std::byte> frame, bool verify_ip_checksum) noexcept {
+  PhubFrame f;
+  auto l2 = parse_l2(frame);
+  if (!l2) return unexpected(l2.error());
+  f.l2 = *l2;
+  auto ip = parse_ipv4(frame, f.l2, verify_ip_checksum);
+  if (!ip) return unexpected(ip.error());
+  f.ip = *ip;
+  auto udp = parse_udp(frame, f.ip);
+  if (!udp) return unexpected(udp.error());
+  f.udp = *udp;
+  const auto msg = frame.subspan(f.udp.payload_offset, f.udp.payload_bytes);
+  auto hdr = parse_header(msg);
+  if (!hdr) return unexpected(hdr.error());
+  f.hdr = *hdr;
+  f.payload = msg.subspan(kHeaderBytes);
+  return f;
+}
+
+void write_eth_ipv4_udp(const FlowAddrs& a, size_t udp_payload_bytes, std::span<std::byte> out,
+                        std::span<const std::byte> udp_payload) noexcept {
+  std::byte* p = out.data();
+  std::memcpy(p, a.dst_mac.data(), 6);
+  std::memcpy(p + 6, a.src_mac.data(), 6);
+  store_be<uint16_t>(p + 12, kEtherTypeIpv4);
+
+  std::byte* ip = p + kEthBytes;
+  const auto ip_total = static_cast<uint16_t>(kIpv4Bytes + kUdpBytes + udp_payload_bytes);
+  ip[0] = std::byte{0x45};
+  ip[1] = std::byte{0};
+  store_be<uint16_t>(ip + 2, ip_total);
+  store_be<uint16_t>(ip + 4, 0);       // identification: no fragments are ever sent
+  store_be<uint16_t>(ip + 6, 0x4000);  // DF
+  ip[8] = std::byte{a.ttl};
+  ip[9] = std::byte{kIpProtoUdp};
+  store_be<uint16_t>(ip + 10, 0);
+  store_be<uint32_t>(ip + 12, a.src_ip);
+  store_be<uint32_t>(ip + 16, a.dst_ip);
+  store_be<uint16_t>(ip + 10, inet_checksum(std::span<const std::byte>(ip, kIpv4Bytes)));
+
+  std::byte* udp = ip + kIpv4Bytes;
+  const auto udp_len = static_cast<uint16_t>(kUdpBytes + udp_payload_bytes);
+  store_be<uint16_t>(udp, a.src_port);
+  store_be<uint16_t>(udp + 2, a.dst_port);
+  store_be<uint16_t>(udp + 4, udp_len);
+  store_be<uint16_t>(udp + 6, 0);
+  if (udp_payload.size() == udp_payload_bytes && !udp_payload.empty()) {
+    // Pseudo-header sum, then the UDP header and payload.
+    uint32_t sum = (a.src_ip >> 16) + (a.src_ip & 0xffff) + (a.dst_ip >> 16) + (a.dst_ip & 0xffff) +
+                   kIpProtoUdp + udp_len;
+    sum += a.src_port + a.dst_port + udp_len;
+    uint16_t c = inet_checksum(udp_payload, sum);
+    if (c == 0) c = 0xffff;  // 0 means "no checksum" in UDP over IPv4
+    store_be<uint16_t>(udp + 6, c);
+  }
+}
+
+Expected<size_t, BuildError> build_phub_frame(const FlowAddrs& a, const Header& h, std::span<const std::byte> payload,
+                                              std::span<std::byte> out) noexcept {
+  constexpr size_t kL234 = kEthBytes + kIpv4Bytes + kUdpBytes;
+  if (out.size() < kL234) return unexpected(BuildError::buffer_too_small);
+  auto msg = build_message(h, payload, out.subspan(kL234));
+  if (!msg) return unexpected(msg.error());
+  write_eth_ipv4_udp(a, *msg, out, out.subspan(kL234, *msg));
+  return kL234 + *msg;
+}
+
+}  // namespace phub::proto

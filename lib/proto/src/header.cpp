@@ -1,0 +1,104 @@
+// Parse, validate and write the 54-byte phub header.
+#include "phub/proto/header.hpp"
+
+#include <cstring>
+
+#include "phub/base/bytes.hpp"
+#include "phub/proto/auth.hpp"
+
+namespace phub::proto {
+namespace {
+
+constexpr size_t kOffMagic = 0, kOffVersion = 2, kOffOpcode = 3, kOffFlags = 4, kOffDtype = 6, kOffStatus = 7,
+                 kOffJob = 8, kOffRank = 12, kOffPayloadBytes = 14, kOffRound = 16, kOffChunk = 20,
+                 kOffElemOffset = 24, kOffElemCount = 28, kOffReserved0 = 30, kOffAux = 36, kOffSeq = 48,
+                 kOffReserved1 = 52;
+
+}  // namespace
+
+Expected<Header, ParseError> parse_header(std::span<const std::byte> udp_payload) noexcept {
+  if (udp_payload.size() < kHeaderBytes) return unexpected(ParseError::header_too_short);
+  const std::byte* p = udp_payload.data();
+  if (load_be<uint16_t>(p + kOffMagic) != kMagic) return unexpected(ParseError::bad_magic);
+  if (static_cast<uint8_t>(p[kOffVersion]) != kVersion) return unexpected(ParseError::bad_version);
+
+  const auto op = static_cast<uint8_t>(p[kOffOpcode]);
+  if (op < kOpcodeMin || op > kOpcodeMax) return unexpected(ParseError::bad_opcode);
+  const auto dtype = static_cast<uint8_t>(p[kOffDtype]);
+  if (!dtype_valid(dtype)) return unexpected(ParseError::bad_dtype);
+  const auto status = static_cast<uint8_t>(p[kOffStatus]);
+  if (status > kStatusMax) return unexpected(ParseError::bad_status);
+
+  Header h;
+  h.opcode = static_cast<Opcode>(op);
+  h.flags = load_be<uint16_t>(p + kOffFlags);
+  if ((h.flags & ~flag::known) != 0) return unexpected(ParseError::bad_flags);
+  if (load_be<uint16_t>(p + kOffReserved0) != 0 || load_be<uint16_t>(p + kOffReserved1) != 0) {
+    return unexpected(ParseError::reserved_nonzero);
+  }
+  h.dtype = static_cast<Dtype>(dtype);
+  h.status = static_cast<Status>(status);
+  h.job_id = load_be<uint32_t>(p + kOffJob);
+  h.rank = load_be<uint16_t>(p + kOffRank);
+  h.payload_bytes = load_be<uint16_t>(p + kOffPayloadBytes);
+  h.round = load_be<uint32_t>(p + kOffRound);
+  h.chunk_id = load_be<uint32_t>(p + kOffChunk);
+  h.elem_offset = load_be<uint32_t>(p + kOffElemOffset);
+  h.elem_count = load_be<uint16_t>(p + kOffElemCount);
+  h.crc32c = load_be<uint32_t>(p + kCrcOffset);
+  h.aux = load_be<uint32_t>(p + kOffAux);
+  h.auth_tag = load_be<uint64_t>(p + kAuthTagOffset);
+  h.seq = load_be<uint32_t>(p + kOffSeq);
+
+  if (h.payload_bytes != udp_payload.size() - kHeaderBytes) return unexpected(ParseError::payload_length_mismatch);
+  if (opcode_carries_elems(h.opcode)) {
+    if (static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) != h.payload_bytes) {
+      return unexpected(ParseError::elem_count_mismatch);
+    }
+  } else if (h.payload_bytes != 0 && h.opcode != Opcode::probe_request && h.opcode != Opcode::probe_reply) {
+    return unexpected(ParseError::unexpected_payload);
+  }
+  if ((h.flags & flag::crc) != 0 && crc32c(udp_payload.subspan(kHeaderBytes)) != h.crc32c) {
+    return unexpected(ParseError::bad_crc);
+  }
+  return h;
+}
+
+void write_header(const Header& h, std::span<std::byte, kHeaderBytes> out) noexcept {
+  std::byte* p = out.data();
+  store_be<uint16_t>(p + kOffMagic, kMagic);
+  p[kOffVersion] = std::byte{kVersion};
+  p[kOffOpcode] = static_cast<std::byte>(h.opcode);
+  store_be<uint16_t>(p + kOffFlags, h.flags);
+  p[kOffDtype] = static_cast<std::byte>(h.dtype);
+  p[kOffStatus] = static_cast<std::byte>(h.status);
+  store_be<uint32_t>(p + kOffJob, h.job_id);
+  store_be<uint16_t>(p + kOffRank, h.rank);
+  store_be<uint16_t>(p + kOffPayloadBytes, h.payload_bytes);
+  store_be<uint32_t>(p + kOffRound, h.round);
+  store_be<uint32_t>(p + kOffChunk, h.chunk_id);
+  store_be<uint32_t>(p + kOffElemOffset, h.elem_offset);
+  store_be<uint16_t>(p + kOffElemCount, h.elem_count);
+  store_be<uint16_t>(p + kOffReserved0, 0);
+  store_be<uint32_t>(p + kCrcOffset, h.crc32c);
+  store_be<uint32_t>(p + kOffAux, h.aux);
+  store_be<uint64_t>(p + kAuthTagOffset, h.auth_tag);
+  store_be<uint32_t>(p + kOffSeq, h.seq);
+  store_be<uint16_t>(p + kOffReserved1, 0);
+}
+
+Expected<size_t, BuildError> build_message(Header h, std::span<const std::byte> payload,
+                                           std::span<std::byte> out) noexcept {
+  if (payload.size() > UINT16_MAX - kHeaderBytes) return unexpected(BuildError::payload_too_large);
+  if (out.size() < kHeaderBytes + payload.size()) return unexpected(BuildError::buffer_too_small);
+  if (opcode_carries_elems(h.opcode) && static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) != payload.size()) {
+    return unexpected(BuildError::elem_count_mismatch);
+  }
+  h.payload_bytes = static_cast<uint16_t>(payload.size());
+  if ((h.flags & flag::crc) != 0) h.crc32c = crc32c(payload);
+  write_header(h, out.first<kHeaderBytes>());
+  if (!payload.empty()) std::memcpy(out.data() + kHeaderBytes, payload.data(), payload.size());
+  return kHeaderBytes + payload.size();
+}
+
+}  // namespace phub::proto

@@ -1,0 +1,345 @@
+// Engine tests on net_ring: ARP/ICMP, exact allreduce over worker counts, dtypes, lcores and modes,
+// duplicates, late pushes, re-requests, round errors, stalls, ps init and steps, bad segments.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "harness.hpp"
+#include "phub/base/bytes.hpp"
+#include "phub/proto/arp_icmp.hpp"
+
+namespace phub::test {
+namespace {
+
+using engine::Drop;
+
+struct Server {
+  RingLink link;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<Workers> workers;
+  config::Config cfg;
+
+  Server(uint16_t lcores, std::vector<config::Job> jobs) : link(lcores) {
+    cfg = make_config(link.server_name(), lcores, std::move(jobs));
+    auto e = engine::Engine::create(cfg);
+    if (!e) throw std::runtime_error(e.error());
+    engine = std::move(*e);
+    auto started = engine->start();
+    if (!started) throw std::runtime_error(started.error());
+    workers = std::make_unique<Workers>(link.worker_name(), lcores, *engine);
+    for (const auto& j : cfg.jobs) (void)workers->layout(j, lcores);
+  }
+  ~Server() {
+    engine->stop();
+    workers.reset();
+    engine.reset();
+  }
+  const proto::Layout& layout(size_t j) { return workers->layout(cfg.jobs[j], static_cast<uint16_t>(cfg.lcores.size())); }
+};
+
+proto::Header push_header(const proto::Layout& l, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank,
+                          Dtype d) {
+  proto::Header h;
+  h.opcode = proto::Opcode::push;
+  h.dtype = d;
+  h.rank = rank;
+  h.round = round;
+  h.chunk_id = chunk;
+  h.elem_offset = l.segment_offset(seg);
+  h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(chunk), seg));
+  return h;
+}
+
+std::vector<float> segment_values(const proto::Layout& l, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank) {
+  const uint32_t off = l.segment_offset(seg);
+  std::vector<float> v(l.segment_count_elems(l.chunk(chunk), seg));
+  for (uint32_t i = 0; i < v.size(); ++i) v[i] = gradient(rank, round, chunk, off + i);
+  return v;
+}
+
+void push_segment(Server& s, size_t j, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank) {
+  const auto& job = s.cfg.jobs[j];
+  const auto& l = s.layout(j);
+  s.workers->send(job, rank, push_header(l, chunk, seg, round, rank, job.dtype),
+                  encode(segment_values(l, chunk, seg, round, rank), job.dtype));
+}
+
+// Every rank pushes every segment of every chunk for `round`, in a shuffled order.
+size_t push_round(Server& s, size_t j, uint32_t round, std::mt19937& rng, uint16_t skip_rank = UINT16_MAX) {
+  const auto& l = s.layout(j);
+  std::vector<std::tuple<uint32_t, uint32_t, uint16_t>> all;
+  size_t segments = 0;
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+    for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg, ++segments) {
+      for (uint16_t r = 0; r < s.cfg.jobs[j].workers; ++r) {
+        if (r != skip_rank) all.emplace_back(c, seg, r);
+      }
+    }
+  }
+  std::shuffle(all.begin(), all.end(), rng);
+  for (auto [c, seg, r] : all) push_segment(s, j, c, seg, round, r);
+  return segments;
+}
+
+// Checks every result of a round against the exact sum (or mean) and that every rank got every segment.
+void expect_results(Server& s, size_t j, uint32_t round, const std::vector<Received>& got, size_t segments) {
+  const auto& job = s.cfg.jobs[j];
+  const auto& l = s.layout(j);
+  ASSERT_EQ(got.size(), segments * job.workers);
+  std::map<std::tuple<uint32_t, uint32_t, uint16_t>, int> seen;
+  for (const auto& r : got) {
+    ASSERT_EQ(r.hdr.opcode, proto::Opcode::result) << proto::status_name(r.hdr.status);
+    ASSERT_EQ(r.hdr.round, round);
+    ASSERT_EQ(r.dst_port, 50000 + r.hdr.rank);
+    const uint32_t seg = r.hdr.elem_offset / l.params().segment_elems;
+    ++seen[{r.hdr.chunk_id, seg, r.hdr.rank}];
+    const auto values = decode(r.payload, job.dtype);
+    ASSERT_EQ(values.size(), l.segment_count_elems(l.chunk(r.hdr.chunk_id), seg));
+    for (uint32_t i = 0; i < values.size(); ++i) {
+      float sum = 0;
+      for (uint16_t k = 0; k < job.workers; ++k) sum += gradient(k, round, r.hdr.chunk_id, r.hdr.elem_offset + i);
+      const float exact = job.reduce == config::Reduce::mean ? sum * (1.0f / job.workers) : sum;
+      // What the server sends: the fp32 value narrowed to the job's dtype (round to nearest even).
+      std::byte narrow[4];
+      agg::kernels_for(agg::Isa::scalar).narrow(narrow, &exact, job.dtype, 1);
+      const float expect = decode(std::vector<std::byte>(narrow, narrow + dtype_bytes(job.dtype)), job.dtype)[0];
+      ASSERT_EQ(values[i], expect) << "chunk " << r.hdr.chunk_id << " elem " << r.hdr.elem_offset + i;
+    }
+  }
+  EXPECT_EQ(seen.size(), segments * job.workers);
+}
+
+TEST(Engine, AnswersArpAndPing) {
+  Server s(1, {make_job(1, 2, {1000})});
+  std::array<std::byte, proto::kArpFrameBytes> arp{};
+  (void)proto::build_arp_request({2, 0x77, 0, 0, 0, 9}, kServerIp + 9, kServerIp, arp);
+  s.workers->send_frame({arp.begin(), arp.end()}, 0);
+  (void)s.workers->receive(1, std::chrono::milliseconds(300));
+  ASSERT_EQ(s.workers->other.size(), 1u);
+  auto l2 = proto::parse_l2(s.workers->other[0]);
+  ASSERT_TRUE(l2.has_value());
+  auto reply = proto::parse_arp(s.workers->other[0], *l2);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->op, proto::ArpOp::reply);
+  EXPECT_EQ(reply->sender_ip, kServerIp);
+  EXPECT_EQ(reply->sender_mac, s.workers->server_mac());
+  EXPECT_EQ(s.engine->totals().lcores.arp_replies, 1u);
+
+  // An ARP request for another address is not answered.
+  (void)proto::build_arp_request({2, 0x77, 0, 0, 0, 9}, kServerIp + 9, kServerIp + 1, arp);
+  s.workers->send_frame({arp.begin(), arp.end()}, 0);
+  (void)s.workers->receive(1, std::chrono::milliseconds(200));
+  EXPECT_EQ(s.workers->other.size(), 1u);
+}
+
+struct Shape {
+  uint16_t lcores;
+  uint16_t workers;
+  Dtype dtype;
+  bool deterministic;
+  bool mean;
+};
+
+class Allreduce : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(Allreduce, EveryResultIsExactForThreeRounds) {
+  const Shape p = GetParam();
+  auto job = make_job(1, p.workers, {20000, 7, 9000}, p.dtype);
+  job.deterministic = p.deterministic;
+  job.reduce = p.mean ? config::Reduce::mean : config::Reduce::sum;
+  job.chunk_bytes = 16384;
+  Server s(p.lcores, {job});
+  std::mt19937 rng(p.workers * 31 + p.lcores);
+  for (uint32_t round = 0; round < 3; ++round) {
+    const size_t segments = push_round(s, 0, round, rng);
+    auto got = s.workers->receive(segments * p.workers);
+    expect_results(s, 0, round, got, segments);
+  }
+  const auto c = job_counters(*s.engine, 0);
+  EXPECT_EQ(c.rounds_completed, 3u * s.layout(0).chunk_count());
+  EXPECT_EQ(c.duplicates, 0u);
+  if (p.lcores > 1) {
+    EXPECT_EQ(s.engine->totals().lcores.redirected_out, 0u);  // the ring sender picks the owner's queue
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Allreduce,
+                         ::testing::Values(Shape{1, 2, Dtype::fp32, false, false}, Shape{2, 4, Dtype::fp32, false, true},
+                                           Shape{2, 8, Dtype::bf16, false, false}, Shape{1, 4, Dtype::fp16, false, true},
+                                           Shape{2, 8, Dtype::fp32, true, false}, Shape{2, 3, Dtype::bf16, true, true}));
+
+TEST(Engine, DuplicatesLatePushesRerequestsAndRoundErrors) {
+  Server s(1, {make_job(1, 2, {352})});
+  const auto& job = s.cfg.jobs[0];
+  push_segment(s, 0, 0, 0, 0, 0);
+  push_segment(s, 0, 0, 0, 0, 0);  // duplicate: ignored
+  EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(100)).empty());
+  push_segment(s, 0, 0, 0, 0, 1);
+  auto r0 = s.workers->receive(2);
+  ASSERT_EQ(r0.size(), 2u);
+  EXPECT_EQ(job_counters(*s.engine, 0).duplicates, 1u);
+
+  // Round 0 is complete; a late push of round 0 gets the round-0 result again, unchanged.
+  push_segment(s, 0, 0, 0, 0, 1);
+  auto late = s.workers->receive(1);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].hdr.round, 0u);
+  EXPECT_EQ(late[0].payload, r0[0].payload);
+
+  // A re-request of round 0 (the previous round) likewise.
+  proto::Header rr = push_header(s.layout(0), 0, 0, 0, 1, job.dtype);
+  rr.opcode = proto::Opcode::rerequest;
+  rr.elem_count = 0;  // whole chunk
+  s.workers->send(job, 1, rr, {});
+  auto again = s.workers->receive(1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].payload, r0[0].payload);
+
+  // Too far ahead and too far behind get error packets naming the server's round.
+  push_segment(s, 0, 0, 0, 5, 0);
+  auto ahead = s.workers->receive(1);
+  ASSERT_EQ(ahead.size(), 1u);
+  EXPECT_EQ(ahead[0].hdr.opcode, proto::Opcode::error);
+  EXPECT_EQ(ahead[0].hdr.status, proto::Status::round_ahead);
+  EXPECT_EQ(ahead[0].hdr.aux, 1u);
+  push_segment(s, 0, 0, 0, 1, 0);
+  push_segment(s, 0, 0, 0, 1, 1);
+  ASSERT_EQ(s.workers->receive(2).size(), 2u);
+  push_segment(s, 0, 0, 0, 0, 0);  // now two rounds behind
+  auto behind = s.workers->receive(1);
+  ASSERT_EQ(behind.size(), 1u);
+  EXPECT_EQ(behind[0].hdr.status, proto::Status::round_behind);
+  EXPECT_EQ(drops(*s.engine, Drop::round_ahead), 1u);
+  EXPECT_EQ(drops(*s.engine, Drop::round_behind), 1u);
+}
+
+TEST(Engine, StalledRoundIsReportedToContributors) {
+  Server s(1, {make_job(1, 4, {100})});
+  std::mt19937 rng(1);
+  (void)push_round(s, 0, 0, rng, /*skip_rank=*/2);
+  auto errs = s.workers->receive(3, std::chrono::milliseconds(1500));
+  ASSERT_EQ(errs.size(), 3u);
+  for (const auto& e : errs) {
+    EXPECT_EQ(e.hdr.opcode, proto::Opcode::error);
+    EXPECT_EQ(e.hdr.status, proto::Status::round_stalled);
+    EXPECT_EQ(e.hdr.aux, 2u);
+    EXPECT_NE(e.hdr.rank, 2u);
+  }
+  EXPECT_GE(job_counters(*s.engine, 0).stalls_reported, 1u);
+  // The straggler arrives: the round completes normally.
+  push_segment(s, 0, 0, 0, 0, 2);
+  auto got = s.workers->receive(4);
+  size_t results = 0;
+  for (const auto& r : got) results += r.hdr.opcode == proto::Opcode::result;
+  EXPECT_EQ(results, 4u);
+}
+
+TEST(Engine, ParameterServerInitThenSgdSteps) {
+  auto job = make_job(1, 2, {1000});
+  job.mode = config::JobMode::ps;
+  job.reduce = config::Reduce::mean;
+  job.optimizer.kind = config::OptimizerKind::sgd;
+  job.optimizer.lr = 0.25f;
+  Server s(2, {job});
+  const auto& l = s.layout(0);
+
+  push_segment(s, 0, 0, 0, 0, 1);
+  auto early = s.workers->receive(1);
+  ASSERT_EQ(early.size(), 1u);
+  EXPECT_EQ(early[0].hdr.status, proto::Status::not_initialized);
+
+  std::vector<float> w(1000);
+  for (uint32_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 13);
+  size_t segments = 0;
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+    for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg, ++segments) {
+      proto::Header h = push_header(l, c, seg, 0, 0, Dtype::fp32);
+      h.opcode = proto::Opcode::init;
+      const auto off = l.chunk(c).key_offset + l.segment_offset(seg);
+      s.workers->send(s.cfg.jobs[0], 0, h,
+                      encode(std::vector<float>(w.begin() + off, w.begin() + off + h.elem_count), Dtype::fp32));
+    }
+  }
+  auto acks = s.workers->receive(segments);
+  ASSERT_EQ(acks.size(), segments);
+  std::mt19937 rng(5);
+  for (uint32_t round = 0; round < 2; ++round) {
+    (void)push_round(s, 0, round, rng);
+    auto got = s.workers->receive(segments * 2);
+    ASSERT_EQ(got.size(), segments * 2);
+    for (const auto& r : got) {
+      ASSERT_EQ(r.hdr.opcode, proto::Opcode::result);
+      const auto values = decode(r.payload, Dtype::fp32);
+      for (uint32_t i = 0; i < values.size(); ++i) {
+        const uint32_t e = l.chunk(r.hdr.chunk_id).key_offset + r.hdr.elem_offset + i;
+        float sum = gradient(0, round, r.hdr.chunk_id, r.hdr.elem_offset + i) +
+                    gradient(1, round, r.hdr.chunk_id, r.hdr.elem_offset + i);
+        ASSERT_EQ(values[i], w[e] - 0.25f * (sum * 0.5f)) << "round " << round << " elem " << e;
+      }
+    }
+    for (uint32_t e = 0; e < w.size(); ++e) {
+      const auto& ci = l.chunk(static_cast<uint32_t>(e / l.params().chunk_elems));
+      const uint32_t in_chunk = static_cast<uint32_t>(e - ci.key_offset);
+      w[e] = w[e] - 0.25f * ((gradient(0, round, e / l.params().chunk_elems, in_chunk) +
+                              gradient(1, round, e / l.params().chunk_elems, in_chunk)) * 0.5f);
+    }
+  }
+  // A pull returns the current weights.
+  proto::Header pull = push_header(l, 0, 0, 0, 1, Dtype::fp32);
+  pull.opcode = proto::Opcode::pull;
+  s.workers->send(s.cfg.jobs[0], 1, pull, {});
+  auto pulled = s.workers->receive(1);
+  ASSERT_EQ(pulled.size(), 1u);
+  EXPECT_EQ(decode(pulled[0].payload, Dtype::fp32)[3], w[3]);
+}
+
+TEST(Engine, WrongSegmentOrDtypeGetsBadRequest) {
+  Server s(1, {make_job(1, 2, {1000})});
+  const auto& job = s.cfg.jobs[0];
+  proto::Header h = push_header(s.layout(0), 0, 0, 0, 0, Dtype::fp32);
+  h.elem_count = 100;  // a segment is 352 elements
+  s.workers->send(job, 0, h, encode(std::vector<float>(100, 1.0f), Dtype::fp32));
+  auto e = s.workers->receive(1);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].hdr.status, proto::Status::bad_request);
+  EXPECT_EQ(e[0].hdr.aux, 352u);
+  h = push_header(s.layout(0), 0, 0, 0, 0, Dtype::bf16);
+  s.workers->send(job, 0, h, encode(std::vector<float>(h.elem_count, 1.0f), Dtype::bf16));
+  e = s.workers->receive(1);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].hdr.status, proto::Status::bad_request);
+  EXPECT_EQ(drops(*s.engine, Drop::bad_segment), 1u);
+  EXPECT_EQ(drops(*s.engine, Drop::dtype_mismatch), 1u);
+}
+
+TEST(Engine, MisdeliveredPacketsAreHandedToTheirOwner) {
+  auto job = make_job(1, 2, {40000});
+  Server s(2, {job});
+  const auto& l = s.layout(0);
+  // Send every push on queue 0 even where lcore 1 owns the chunk: the ring hand-off delivers it.
+  size_t segments = 0, foreign = 0;
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+    for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg, ++segments) {
+      for (uint16_t r = 0; r < 2; ++r) {
+        proto::Header h = push_header(l, c, seg, 0, r, Dtype::fp32);
+        h.job_id = job.id;
+        std::vector<std::byte> frame(proto::kFrameHeadersBytes + h.elem_count * 4u);
+        auto n = proto::build_phub_frame(s.workers->addrs(r, static_cast<uint16_t>(job.port_base + l.chunk(c).owner)), h,
+                                         encode(segment_values(l, c, seg, 0, r), Dtype::fp32), frame);
+        ASSERT_TRUE(n.has_value());
+        s.workers->send_frame(frame, 0);
+        foreign += l.chunk(c).owner != 0;
+      }
+    }
+  }
+  auto got = s.workers->receive(segments * 2);
+  expect_results(s, 0, 0, got, segments);
+  EXPECT_EQ(s.engine->totals().lcores.redirected_out, foreign);
+  EXPECT_EQ(s.engine->totals().lcores.redirected_in, foreign);
+}
+
+}  // namespace
+}  // namespace phub::test

@@ -1,0 +1,84 @@
+// Test harness: a net_ring link between the server's port and a worker-side port, a config builder, and
+// emulated workers that push segments and collect results and errors.
+#pragma once
+
+#include <rte_ring.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "phub/config/config.hpp"
+#include "phub/drivers/eth_port.hpp"
+#include "phub/drivers/mempool.hpp"
+#include "phub/engine/engine.hpp"
+#include "phub/proto/frame.hpp"
+
+namespace phub::test {
+
+inline constexpr uint32_t kServerIp = 0xc6120001;  // 198.18.0.1
+
+// Two ethdev ports joined by rings: what one sends on queue q, the other receives on queue q.
+class RingLink {
+ public:
+  explicit RingLink(uint16_t queues);
+  ~RingLink();
+  [[nodiscard]] const std::string& server_name() const { return server_name_; }
+  [[nodiscard]] const std::string& worker_name() const { return worker_name_; }
+
+ private:
+  std::vector<rte_ring*> to_server_, to_worker_;
+  std::string server_name_, worker_name_;
+};
+
+// A config with one port on the link, `lcores` worker lcores (ids 1..), and the given jobs.
+config::Config make_config(const std::string& device, uint16_t lcores, std::vector<config::Job> jobs);
+config::Job make_job(uint32_t id, uint16_t workers, std::vector<uint64_t> key_elems, Dtype d = Dtype::fp32);
+
+struct Received {
+  proto::Header hdr;
+  std::vector<std::byte> payload;
+  uint16_t dst_port = 0;  // UDP destination (the worker's port)
+};
+
+// The worker side of the link: sends frames as any rank, receives everything the server sends back.
+class Workers {
+ public:
+  Workers(const std::string& device, uint16_t queues, const engine::Engine& server);
+
+  [[nodiscard]] proto::FlowAddrs addrs(uint16_t rank, uint16_t server_udp_port) const;
+  // Send a ready frame on queue `q` (the queue of the owning lcore, as a memif or ring sender chooses).
+  void send_frame(const std::vector<std::byte>& frame, uint16_t q);
+  // Build and send one message of `job` from `rank` (signs with `secret` if non-empty).
+  void send(const config::Job& job, uint16_t rank, proto::Header h, const std::vector<std::byte>& payload,
+            const std::string& secret_override = "\x01");
+  // Receive until `count` phub messages arrived or the timeout passed.
+  std::vector<Received> receive(size_t count, std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+  // Other frames received (ARP replies, ICMP), raw.
+  std::vector<std::vector<std::byte>> other;
+
+  [[nodiscard]] const proto::Layout& layout(const config::Job& job, uint16_t lcores, uint16_t mtu = 1500);
+  [[nodiscard]] proto::MacAddr server_mac() const { return server_mac_; }
+
+ private:
+  drivers::Mempool pool_;
+  drivers::EthPort port_;
+  proto::MacAddr server_mac_{};
+  uint16_t queues_;
+  std::map<uint32_t, proto::Layout> layouts_;
+};
+
+// Values a rank pushes: small integers, so every sum is exact in fp32/bf16/fp16.
+float gradient(uint16_t rank, uint32_t round, uint32_t chunk, uint32_t elem);
+std::vector<std::byte> encode(const std::vector<float>& v, Dtype d);
+std::vector<float> decode(const std::vector<std::byte>& b, Dtype d);
+
+// Counters of the job with index j, summed over lcores.
+engine::JobCounters job_counters(const engine::Engine& e, size_t j);
+uint64_t drops(const engine::Engine& e, engine::Drop d);
+uint64_t malformed(const engine::Engine& e, proto::ParseError p);
+
+}  // namespace phub::test

@@ -1,0 +1,159 @@
+// Tenant isolation and bad input: tags, foreign ranks, unknown jobs, sources, quotas, malformed frames.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "harness.hpp"
+#include "phub/base/bytes.hpp"
+#include "phub/proto/auth.hpp"
+
+namespace phub::test {
+namespace {
+
+using engine::Drop;
+
+struct TwoJobs {
+  RingLink link{1};
+  config::Config cfg;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<Workers> w;
+
+  TwoJobs() {
+    auto a = make_job(1, 2, {352});
+    a.secret = "alpha-secret";
+    auto b = make_job(2, 2, {352});
+    b.secret = "beta-secret";
+    b.allowed_sources = {{kServerIp & 0xffffff00, 24}};
+    cfg = make_config(link.server_name(), 1, {a, b});
+    auto e = engine::Engine::create(cfg);
+    if (!e) throw std::runtime_error(e.error());
+    engine = std::move(*e);
+    if (!engine->start()) throw std::runtime_error("start");
+    w = std::make_unique<Workers>(link.worker_name(), 1, *engine);
+    (void)w->layout(cfg.jobs[0], 1);
+    (void)w->layout(cfg.jobs[1], 1);
+  }
+  ~TwoJobs() { engine->stop(); }
+
+  proto::Header push(uint32_t round, uint16_t rank) {
+    proto::Header h;
+    h.opcode = proto::Opcode::push;
+    h.rank = rank;
+    h.round = round;
+    h.elem_count = 352;
+    return h;
+  }
+  std::vector<std::byte> payload(float v) { return encode(std::vector<float>(352, v), Dtype::fp32); }
+};
+
+TEST(Tenants, ForgedAndForeignPacketsAreDroppedPerReasonOthersUnaffected) {
+  TwoJobs t;
+  const auto& a = t.cfg.jobs[0];
+  const auto& b = t.cfg.jobs[1];
+  t.w->send(a, 0, t.push(0, 0), t.payload(1), "wrong-secret");  // bad tag
+  t.w->send(a, 0, t.push(0, 0), t.payload(1), b.secret);        // another job's secret
+  t.w->send(a, 5, t.push(0, 5), t.payload(1));                  // rank outside the job
+  proto::Header unknown = t.push(0, 0);
+  unknown.job_id = 99;
+  t.w->send(a, 0, unknown, t.payload(1));                       // unknown job id on job 1's port
+  proto::Header other = t.push(0, 0);
+  other.job_id = 2;
+  t.w->send(a, 0, other, t.payload(1), b.secret);               // job 2's packet on job 1's port
+  EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
+
+  // Meanwhile job 2 runs a round normally.
+  t.w->send(b, 0, t.push(0, 0), t.payload(2));
+  t.w->send(b, 1, t.push(0, 1), t.payload(3));
+  auto got = t.w->receive(2);
+  ASSERT_EQ(got.size(), 2u);
+  for (const auto& r : got) {
+    EXPECT_EQ(r.hdr.job_id, 2u);
+    EXPECT_EQ(decode(r.payload, Dtype::fp32)[100], 5.0f);
+    // Results carry the job's tag too.
+    std::vector<std::byte> wire(proto::kHeaderBytes);
+    proto::write_header(r.hdr, std::span(wire).first<proto::kHeaderBytes>());
+    EXPECT_TRUE(proto::verify_header(proto::derive_key(b.secret), std::span(wire).first<proto::kHeaderBytes>()));
+  }
+  EXPECT_EQ(drops(*t.engine, Drop::bad_tag), 2u);
+  EXPECT_EQ(drops(*t.engine, Drop::bad_rank), 1u);
+  EXPECT_EQ(drops(*t.engine, Drop::unknown_job), 1u);
+  EXPECT_EQ(drops(*t.engine, Drop::job_port_mismatch), 1u);
+  EXPECT_EQ(job_counters(*t.engine, 0).pushes, 0u);
+}
+
+TEST(Tenants, SourcesOutsideTheAllowedPrefixAreDropped) {
+  TwoJobs t;
+  const auto& b = t.cfg.jobs[1];
+  // Craft a push from 10.0.0.7 by hand.
+  proto::Header h = t.push(0, 0);
+  h.job_id = b.id;
+  auto addrs = t.w->addrs(0, b.port_base);
+  addrs.src_ip = 0x0a000007;
+  std::vector<std::byte> frame(proto::kFrameHeadersBytes + 352 * 4);
+  ASSERT_TRUE(proto::build_phub_frame(addrs, h, t.payload(1), frame).has_value());
+  proto::sign_header(proto::derive_key(b.secret), std::span(frame).subspan(42).first<proto::kHeaderBytes>());
+  t.w->send_frame(frame, 0);
+  EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
+  EXPECT_EQ(drops(*t.engine, Drop::source_not_allowed), 1u);
+}
+
+TEST(Tenants, MalformedFramesAreCountedAndServiceGoesOn) {
+  TwoJobs t;
+  const auto& a = t.cfg.jobs[0];
+  std::vector<std::byte> good(proto::kFrameHeadersBytes + 352 * 4);
+  proto::Header h = t.push(0, 0);
+  h.job_id = a.id;
+  ASSERT_TRUE(proto::build_phub_frame(t.w->addrs(0, a.port_base), h, t.payload(1), good).has_value());
+  proto::sign_header(proto::derive_key(a.secret), std::span(good).subspan(42).first<proto::kHeaderBytes>());
+
+  auto truncated = good;
+  truncated.resize(60);  // IPv4 total length now lies
+  t.w->send_frame(truncated, 0);
+  auto lying = good;
+  store_be<uint16_t>(lying.data() + 42 + 14, 100);  // payload_bytes lies
+  t.w->send_frame(lying, 0);
+  auto bad_dtype = good;
+  bad_dtype[42 + 6] = std::byte{9};
+  t.w->send_frame(bad_dtype, 0);
+  auto huge = good;
+  store_be<uint16_t>(huge.data() + 42 + 28, 65535);  // elem_count far beyond the payload
+  t.w->send_frame(huge, 0);
+  proto::Header wrong_op = h;
+  wrong_op.opcode = proto::Opcode::result;  // a server never receives results
+  t.w->send(a, 0, wrong_op, t.payload(1));
+  t.w->send_frame(std::vector<std::byte>(10, std::byte{0xab}), 0);  // not even Ethernet
+
+  EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
+  EXPECT_EQ(malformed(*t.engine, proto::ParseError::ipv4_bad_total_length), 1u);
+  EXPECT_EQ(malformed(*t.engine, proto::ParseError::payload_length_mismatch), 1u);
+  EXPECT_EQ(malformed(*t.engine, proto::ParseError::bad_dtype), 1u);
+  EXPECT_EQ(malformed(*t.engine, proto::ParseError::elem_count_mismatch), 1u);
+  EXPECT_EQ(malformed(*t.engine, proto::ParseError::frame_too_short), 1u);
+  EXPECT_EQ(drops(*t.engine, Drop::unexpected_opcode), 1u);
+
+  t.w->send_frame(good, 0);
+  t.w->send(a, 1, t.push(0, 1), t.payload(4));
+  auto got = t.w->receive(2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(decode(got[0].payload, Dtype::fp32)[0], 5.0f);
+}
+
+TEST(Tenants, QuotaAndServerMemoryAreEnforcedAtAdmission) {
+  RingLink link(1);
+  auto big = make_job(1, 8, {4'000'000});
+  big.quota_bytes = 1 << 20;
+  auto cfg = make_config(link.server_name(), 1, {big});
+  auto e = engine::Engine::create(cfg);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().find("job 'job1' (id 1) refused"), std::string::npos) << e.error();
+  EXPECT_NE(e.error().find("quota"), std::string::npos) << e.error();
+
+  cfg.jobs[0].quota_bytes = 1ull << 32;
+  cfg.limits.memory_bytes = 8 << 20;
+  auto f = engine::Engine::create(cfg);
+  ASSERT_FALSE(f.has_value());
+  EXPECT_NE(f.error().find("memory limit"), std::string::npos) << f.error();
+}
+
+}  // namespace
+}  // namespace phub::test

@@ -1,0 +1,6 @@
+-- expect: jobs[1].workers: 2.5 is not an integer
+return {
+  ports = { { name = "p0", device = "net_ring0", ipv4 = "198.18.0.1/24" } },
+  lcores = { { id = 1 } },
+  jobs = { { id = 1, name = "a", workers = 2.5, port_base = 40000, keys = { { name = "w", elems = 8 } } } },
+}

@@ -1,0 +1,60 @@
+// Tests of SipHash-2-4 (reference vectors), header signing, and CRC32C.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <set>
+
+#include "phub/proto/auth.hpp"
+#include "test_util.hpp"
+
+namespace phub::proto {
+namespace {
+
+AuthKey reference_key() {
+  // The reference key 00 01 02 ... 0f, read as two little-endian words.
+  return AuthKey{0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+}
+
+TEST(SipHash, MatchesReferenceVectors) {
+  std::array<std::byte, 15> msg{};
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<std::byte>(i);
+  EXPECT_EQ(siphash24(reference_key(), std::span(msg).first(0)), 0x726fdb47dd0e0e31ull);
+  EXPECT_EQ(siphash24(reference_key(), msg), 0xa129ca6149be45e5ull);
+}
+
+TEST(SipHash, EveryLengthDiffers) {
+  std::array<std::byte, 64> msg{};
+  std::set<uint64_t> seen;
+  for (size_t n = 0; n <= msg.size(); ++n) seen.insert(siphash24(reference_key(), std::span(msg).first(n)));
+  EXPECT_EQ(seen.size(), msg.size() + 1);
+}
+
+TEST(Auth, DerivedKeysDependOnTheSecret) {
+  EXPECT_EQ(derive_key("job-secret"), derive_key("job-secret"));
+  EXPECT_NE(derive_key("job-secret"), derive_key("job-secreT"));
+  EXPECT_NE(derive_key(""), derive_key("x"));
+}
+
+TEST(Auth, SignedHeaderVerifiesAndEveryBitFlipBreaksIt) {
+  std::array<std::byte, kHeaderBytes> wire{};
+  write_header(test::sample_header(), wire);
+  const AuthKey key = derive_key("s3cret");
+  sign_header(key, wire);
+  EXPECT_TRUE(verify_header(key, wire));
+  EXPECT_FALSE(verify_header(derive_key("other"), wire));
+  for (size_t bit = 0; bit < kHeaderBytes * 8; ++bit) {
+    auto flipped = wire;
+    flipped[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+    EXPECT_FALSE(verify_header(key, flipped)) << "bit " << bit;
+  }
+}
+
+TEST(Crc32c, MatchesTheCheckValue) {
+  const char* check = "123456789";
+  EXPECT_EQ(crc32c(std::as_bytes(std::span(check, 9))), 0xe3069283u);
+  EXPECT_EQ(crc32c({}), 0u);
+}
+
+}  // namespace
+}  // namespace phub::proto

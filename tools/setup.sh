@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install every Debian 12 package phub needs (tools/setup/packages.txt). Idempotent; run as root.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+if [[ $EUID -ne 0 ]]; then
+  echo "setup: must run as root (apt-get install)" >&2
+  exit 1
+fi
+
+mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$here/setup/packages.txt" | grep -v '^$')
+missing=()
+for p in "${pkgs[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ $status == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${#missing[@]} package(s): ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}"
+else
+  echo "setup: all ${#pkgs[@]} packages present"
+fi
