@@ -40,7 +40,8 @@ else
 fi
 
 note "build: ASan+UBSan (build-asan/)"
-if "$root/tools/build.sh" build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized; then
+if "$root/tools/build.sh" build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=plain \
+    -Doptimization=1; then
   run_suite build-asan unit unit-asan --num-processes 2
   # DPDK's own memory is not instrumented and it keeps allocations until exit: no leak check there.
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 run_suite build-asan dpdk dpdk-asan --num-processes 1

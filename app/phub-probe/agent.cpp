@@ -65,7 +65,8 @@ void serve_connection(LineConn& c, ProbeTransport& t) {
     args >> cmd;
     std::string reply;
     if (cmd == "HELLO") {
-      reply = std::string(kProtocolGreeting) + " " + std::string(t.name());
+      const topo::Host at = t.endpoint();
+      reply = std::string(kProtocolGreeting) + " " + std::string(t.name()) + " " + at.addr + ":" + std::to_string(at.port);
     } else if (cmd == "PROBE") {
       reply = do_probe(t, args);
     } else if (cmd == "BULK") {
@@ -121,22 +122,17 @@ class Sessions {
 
 }  // namespace
 
-int run_agent(const topo::Host& listen, const std::atomic<bool>& stop) {
-  auto transport = make_kernel_udp(listen);
-  if (!transport) {
-    std::fprintf(stderr, "phub-probe agent: %s\n", transport.error().c_str());
-    return 1;
-  }
+int run_agent(const topo::Host& listen, ProbeTransport& t, const std::atomic<bool>& stop) {
   auto lfd = tcp_listen(listen.addr, listen.port);
   if (!lfd) {
     std::fprintf(stderr, "phub-probe agent: %s\n", lfd.error().c_str());
     return 1;
   }
-  ProbeTransport& t = **transport;
   std::jthread reflector([&] { t.reflect(stop); });
   Sessions sessions;
-  std::fprintf(stderr, "phub-probe agent: listening on %s:%u (udp probes, tcp control, %s)\n", listen.addr.c_str(),
-               listen.port, std::string(t.name()).c_str());
+  const topo::Host at = t.endpoint();
+  std::fprintf(stderr, "phub-probe agent: control on tcp %s:%u, probes on %s %s:%u\n", listen.addr.c_str(), listen.port,
+               std::string(t.name()).c_str(), at.addr.c_str(), at.port);
   while (!stop.load()) {
     sessions.reap();
     pollfd p{lfd->get(), POLLIN, 0};

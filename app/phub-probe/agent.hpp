@@ -5,11 +5,12 @@
 #include <string>
 
 #include "phub/topo/matrix.hpp"
+#include "transport.hpp"
 
 namespace phub::probe {
 
-// Serves until `stop` is set: the probe transport's reflector on UDP ADDR:PORT and the control protocol
-// (control.hpp) on TCP ADDR:PORT. Returns a process exit code.
-[[nodiscard]] int run_agent(const topo::Host& listen, const std::atomic<bool>& stop);
+// Serves until `stop` is set: the transport's reflector on its endpoint (kernel UDP ADDR:PORT, or the DPDK
+// port) and the control protocol (control.hpp) on TCP `listen`. Returns a process exit code.
+[[nodiscard]] int run_agent(const topo::Host& listen, ProbeTransport& t, const std::atomic<bool>& stop);
 
 }  // namespace phub::probe

@@ -1,5 +1,5 @@
 // The agent's control protocol (TCP, one text line per command and reply).
-//   HELLO                                  -> OK phub-probe 1 <transport>
+//   HELLO                                  -> OK phub-probe 1 <transport> <probe_addr>:<probe_port>
 //   PROBE <addr> <port> <count> <interval_us> <timeout_us> <payload_bytes> <give_up_after>
 //                                          -> SAMPLES <sent> <rtt_ns>...
 //   BULK <addr> <port> <bytes>             -> BW <bytes_per_s>   (a timed SINK to that agent)

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "control.hpp"
+#include "hosts_file.hpp"
 #include "net.hpp"
 #include "phub/topo/schedule.hpp"
 
@@ -43,9 +44,27 @@ class Progress {
   size_t last_round_ = 0;
 };
 
+// The agents' control connections and where each one takes probe datagrams.
+struct Agents {
+  std::vector<std::unique_ptr<LineConn>> conns;
+  std::vector<topo::Host> probe_at;  // from the greeting "OK phub-probe 1 <transport> <addr>:<port>"
+};
+
+// The probe endpoint an agent's greeting advertises (a DPDK agent probes on its port's own address);
+// `fallback`, its control endpoint, when the greeting names none.
+topo::Host advertised_endpoint(const std::string& greeting, const topo::Host& fallback) {
+  std::istringstream in(greeting.substr(std::string_view(kProtocolGreeting).size()));
+  std::string transport, endpoint;
+  if (!(in >> transport >> endpoint)) return fallback;
+  auto at = parse_endpoint(endpoint);
+  if (!at) return fallback;
+  at->name = fallback.name;
+  return *at;
+}
+
 // Connects to every agent in parallel and checks its greeting.
-std::vector<std::unique_ptr<LineConn>> connect_all(const std::vector<topo::Host>& hosts, int timeout_ms) {
-  std::vector<std::unique_ptr<LineConn>> conns(hosts.size());
+Agents connect_all(const std::vector<topo::Host>& hosts, int timeout_ms) {
+  Agents a{std::vector<std::unique_ptr<LineConn>>(hosts.size()), hosts};
   std::vector<std::string> errors(hosts.size());
   {
     std::vector<std::jthread> threads;
@@ -56,13 +75,14 @@ std::vector<std::unique_ptr<LineConn>> connect_all(const std::vector<topo::Host>
         auto c = std::make_unique<LineConn>(std::move(*fd));
         auto hello = c->write_all("HELLO\n") ? c->read_line(timeout_ms) : Expected<std::string, std::string>(unexpected(std::string("send failed")));
         if (!hello || hello->rfind(kProtocolGreeting, 0) != 0) return void(errors[i] = hello ? "bad greeting: " + *hello : hello.error());
-        conns[i] = std::move(c);
+        a.probe_at[i] = advertised_endpoint(*hello, hosts[i]);
+        a.conns[i] = std::move(c);
       });
   }
   for (size_t i = 0; i < hosts.size(); ++i)
-    if (!conns[i]) std::fprintf(stderr, "[phub-probe] agent %s (%s:%u) unreachable: %s\n", hosts[i].name.c_str(),
-                                hosts[i].addr.c_str(), hosts[i].port, errors[i].c_str());
-  return conns;
+    if (!a.conns[i]) std::fprintf(stderr, "[phub-probe] agent %s (%s:%u) unreachable: %s\n", hosts[i].name.c_str(),
+                                  hosts[i].addr.c_str(), hosts[i].port, errors[i].c_str());
+  return a;
 }
 
 std::optional<topo::PairStats> parse_samples(const std::string& line) {
@@ -78,9 +98,9 @@ std::optional<topo::PairStats> parse_samples(const std::string& line) {
 class Tournament {
  public:
   Tournament(const std::vector<topo::Host>& hosts, const RunOptions& o)
-      : hosts_(hosts), o_(o), conns_(connect_all(hosts, o.connect_timeout_ms)) {}
+      : hosts_(hosts), o_(o), agents_(connect_all(hosts, o.connect_timeout_ms)) {}
 
-  [[nodiscard]] bool up(size_t i) const { return conns_[i] != nullptr; }
+  [[nodiscard]] bool up(size_t i) const { return agents_.conns[i] != nullptr; }
 
   // Sends `command(pair)` to the first host of each pair whose agents are both up, then collects the
   // replies; `record` gets each reply line. Agents that fail are dropped for the rest of the run.
@@ -88,14 +108,14 @@ class Tournament {
   void phase(const std::vector<Pair>& pairs, int timeout_ms, Command command, Record record, const std::function<void()>& tick) {
     std::vector<Pair> sent;
     for (const Pair& p : pairs) {
-      if (up(p.first) && up(p.second) && conns_[p.first]->write_all(command(p) + "\n")) sent.push_back(p);
+      if (up(p.first) && up(p.second) && agents_.conns[p.first]->write_all(command(p) + "\n")) sent.push_back(p);
       else tick();
     }
     for (const Pair& p : sent) {
-      auto line = conns_[p.first]->read_line(timeout_ms);
+      auto line = agents_.conns[p.first]->read_line(timeout_ms);
       if (!line) {
         std::fprintf(stderr, "\n[phub-probe] agent %s stopped answering: %s\n", hosts_[p.first].name.c_str(), line.error().c_str());
-        conns_[p.first].reset();
+        agents_.conns[p.first].reset();
       } else {
         record(p, *line);
       }
@@ -104,7 +124,7 @@ class Tournament {
   }
 
   [[nodiscard]] std::string probe_command(const Pair& p) const {
-    const topo::Host& peer = hosts_[p.second];
+    const topo::Host& peer = agents_.probe_at[p.second];
     return "PROBE " + peer.addr + " " + std::to_string(peer.port) + " " + std::to_string(o_.samples) + " " +
            std::to_string(o_.interval_us) + " " + std::to_string(o_.timeout_us) + " " + std::to_string(o_.payload_bytes) +
            " " + std::to_string(o_.give_up_after);
@@ -113,7 +133,7 @@ class Tournament {
  private:
   const std::vector<topo::Host>& hosts_;
   const RunOptions& o_;
-  std::vector<std::unique_ptr<LineConn>> conns_;
+  Agents agents_;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "net.hpp"
 #include "phub/base/bytes.hpp"
 #include "phub/proto/header.hpp"
+#include "probe_body.hpp"
 #include "transport.hpp"
 
 namespace phub::probe {
@@ -63,15 +64,15 @@ class KernelUdp final : public ProbeTransport {
     const uint32_t nonce = static_cast<uint32_t>(std::random_device{}());
     ProbeSamples out;
     std::array<std::byte, kMaxDatagram> buf{};
-    const size_t payload = std::clamp<size_t>(p.payload_bytes, 16, kMaxDatagram - proto::kHeaderBytes);
+    const size_t payload = std::clamp<size_t>(p.payload_bytes, kMinBodyBytes, kMaxBodyBytes);
     uint64_t next_start = monotonic_ns();
     for (unsigned i = 0; i < p.count; ++i) {
       while (monotonic_ns() < next_start) std::this_thread::sleep_for(std::chrono::nanoseconds(next_start - monotonic_ns()));
       next_start = monotonic_ns() + uint64_t{p.interval_us} * 1000u;
       std::array<std::byte, kMaxDatagram> body{};
       const uint64_t tx_ns = realtime_ns();
-      store_be<uint64_t>(body.data(), tx_ns);
-      store_be<uint64_t>(body.data() + 8, nonce);
+      store_be<uint64_t>(body.data() + kBodyStampOffset, tx_ns);
+      store_be<uint64_t>(body.data() + kBodyNonceOffset, nonce);
       proto::Header h;
       h.opcode = proto::Opcode::probe_request;
       h.seq = i;
@@ -104,6 +105,7 @@ class KernelUdp final : public ProbeTransport {
   }
 
   std::string_view name() const override { return "kernel-udp"; }
+  topo::Host endpoint() const override { return local_; }
 
   static Expected<Fd, std::string> open_socket(const std::string& addr, uint16_t port) {
     auto sa = make_sockaddr(addr, port);
@@ -130,8 +132,9 @@ class KernelUdp final : public ProbeTransport {
       if (n <= 0) continue;
       auto h = proto::parse_header(std::span(buf.data(), static_cast<size_t>(n)));
       if (!h || h->opcode != proto::Opcode::probe_reply || h->seq != seq || h->aux != nonce) continue;
-      if (h->payload_bytes < 16 || load_be<uint64_t>(buf.data() + proto::kHeaderBytes) != tx_ns) continue;
-      return static_cast<double>(rx_ns > tx_ns ? rx_ns - tx_ns : 0) / 1000.0;
+      const auto body = std::span<const std::byte>(buf.data() + proto::kHeaderBytes, h->payload_bytes);
+      if (body.size() < kMinBodyBytes || load_be<uint64_t>(body.data() + kBodyStampOffset) != tx_ns) continue;
+      return static_cast<double>(subtract_turnaround(rx_ns > tx_ns ? rx_ns - tx_ns : 0, body)) / 1000.0;
     }
     return std::nullopt;
   }

@@ -2,12 +2,14 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "agent.hpp"
 #include "coordinator.hpp"
+#include "dpdk_transport.hpp"
 #include "hosts_file.hpp"
 #include "matrix_io.hpp"
 #include "outputs.hpp"
@@ -23,11 +25,14 @@ void on_signal(int) { g_stop.store(true); }
 constexpr const char* kUsage =
     "usage:\n"
     "  phub-probe agent --listen ADDR[:PORT]\n"
+    "  phub-probe agent --listen ADDR[:PORT] --dpdk \"EAL ARGS\" --port DEVARGS --ipv4 A.B.C.D/N\n"
+    "                   [--gateway A.B.C.D] [--probe-port P] [--idle-sleep-us U]\n"
     "  phub-probe run --hosts FILE [--out DIR] [--samples K] [--interval-us U] [--timeout-ms T]\n"
     "                 [--bandwidth] [--bulk-bytes B] [--no-progress] [plan options]\n"
     "  phub-probe plan --matrix FILE --out DIR [plan options]\n"
     "plan options: [--model-bytes B] [--min-separation X] [--default-gbps G]\n"
-    "Agents use UDP ADDR:PORT for probes and TCP ADDR:PORT for control (default port 7700).\n";
+    "Agents use UDP ADDR:PORT for probes and TCP ADDR:PORT for control (default port 7700). With --dpdk the\n"
+    "probes use the DPDK port's own address (UDP port P, default PORT) and TSC timestamps; control stays on TCP.\n";
 
 struct Args {
   std::vector<std::string_view> v;
@@ -47,6 +52,16 @@ double number(Args& a, std::string_view flag) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (end == s.c_str() || *end != '\0' || !(v > 0)) die(std::string(flag) + ": bad value \"" + s + "\"");
+  return v;
+}
+
+// A whole number >= 0.
+unsigned long whole(Args& a, std::string_view flag) {
+  if (!a.more()) die(std::string(flag) + " needs a value");
+  const std::string s(a.next());
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(s.c_str(), &end, 10);
+  if (s.empty() || s[0] == '-' || *end != '\0') die(std::string(flag) + ": bad value \"" + s + "\"");
   return v;
 }
 
@@ -76,18 +91,36 @@ int plan_and_write(const phub::topo::Matrix& m, const phub::topo::PlanOptions& p
 
 int cmd_agent(Args& a) {
   std::string listen;
+  std::optional<std::string> eal_args;  // set by --dpdk, possibly empty
+  DpdkAgentOptions d;
   while (a.more()) {
     const std::string_view f = a.next();
     if (f == "--listen") listen = text(a, f);
+    else if (f == "--dpdk") eal_args = text(a, f);
+    else if (f == "--port") d.port_devargs = text(a, f);
+    else if (f == "--ipv4") d.ipv4_cidr = text(a, f);
+    else if (f == "--gateway") d.gateway = text(a, f);
+    else if (f == "--probe-port") d.udp_port = static_cast<uint16_t>(number(a, f));
+    else if (f == "--idle-sleep-us") d.idle_sleep_us = static_cast<unsigned>(whole(a, f));
     else die("agent: unknown option " + std::string(f));
   }
   if (listen.empty()) die("agent: --listen ADDR[:PORT] is required");
+  const bool dpdk = eal_args.has_value();
+  d.eal_args = eal_args.value_or("");
   auto host = parse_endpoint(listen);
   if (!host) die(host.error());
+  if (!dpdk && (!d.port_devargs.empty() || !d.ipv4_cidr.empty())) die("agent: --port and --ipv4 go with --dpdk");
+  if (dpdk && d.udp_port == 0) d.udp_port = host->port;
+  if (dpdk && d.ipv4_cidr.empty()) die("agent: --dpdk needs --ipv4 A.B.C.D/N (the port's own address)");
+  auto transport = dpdk ? make_dpdk_transport(d) : make_kernel_udp(*host);
+  if (!transport) {
+    std::fprintf(stderr, "phub-probe agent: %s\n", transport.error().c_str());
+    return 1;
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
-  return run_agent(*host, g_stop);
+  return run_agent(*host, **transport, g_stop);
 }
 
 int cmd_run(Args& a) {

@@ -1,5 +1,5 @@
-// How an agent sends probe requests and answers them: one small interface, kernel UDP today (a DPDK
-// transport with TSC timestamps plugs in behind the same interface).
+// How an agent sends probe requests and answers them: one small interface with two implementations, kernel
+// UDP (portable) and a DPDK port with TSC timestamps (dpdk_transport.hpp).
 #pragma once
 
 #include <atomic>
@@ -17,7 +17,7 @@ struct ProbeParams {
   unsigned count = 32;          // requests sent
   unsigned interval_us = 1000;  // pacing between request starts
   unsigned timeout_us = 50000;  // wait for each reply
-  unsigned payload_bytes = 16;  // probe body (>= 16: send timestamp and nonce)
+  unsigned payload_bytes = 24;  // probe body (probe_body.hpp; at least 24 bytes: stamp, nonce, turnaround)
   unsigned give_up_after = 4;   // stop early when the first this-many requests all went unanswered
 };
 
@@ -31,9 +31,11 @@ class ProbeTransport {
   virtual ~ProbeTransport() = default;
   // Sends paced probe_request messages to `peer` and times the matching probe_reply messages.
   [[nodiscard]] virtual Expected<ProbeSamples, std::string> probe(const topo::Host& peer, const ProbeParams& p) = 0;
-  // Answers probe_request messages on the local endpoint until `stop` is set (polls it every 200 ms).
+  // Answers probe_request messages on the local endpoint until `stop` is set (checked at least every 200 ms).
   virtual void reflect(const std::atomic<bool>& stop) = 0;
   [[nodiscard]] virtual std::string_view name() const = 0;
+  // Where peers send probe_request datagrams (the agent's greeting advertises it to the coordinator).
+  [[nodiscard]] virtual topo::Host endpoint() const = 0;
 };
 
 // Kernel UDP on the agent's address and port; receive times from SO_TIMESTAMPNS.

@@ -160,6 +160,13 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
     }
   }
   r.integer("round_modulus", j.round_modulus, 0, UINT32_MAX);
+  if (const Value* sv = r.get("shard")) {
+    if (expect_kind(*sv, Value::Kind::table, "table", r.path("shard"), errors)) {
+      Record shard(*sv, r.path("shard"), errors);
+      shard.integer("count", j.shard_count, 1, 256, true);
+      shard.integer("index", j.shard_index, 0, 255, true);
+    }
+  }
   r.integer("rate_limit_pps", j.rate_limit_pps, 0, 1'000'000'000'000);
   convert_allowed_sources(r, j);
   convert_ranks_by_rack(r, j, racks);

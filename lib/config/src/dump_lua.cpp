@@ -129,6 +129,8 @@ void dump_job(Writer& w, const Job& j) {
   w.close();
   if (j.mode == JobMode::ps) dump_optimizer(w, j.optimizer);
   w.field("round_modulus", j.round_modulus);
+  if (j.shard_count > 1) w.line("shard = { index = " + std::to_string(j.shard_index) + ", count = " +
+                                std::to_string(j.shard_count) + " },");
   w.field("rate_limit_pps", j.rate_limit_pps);
   w.list("allowed_sources", map_all(j.allowed_sources, [](const Ipv4Prefix& p) { return lua_string(format_prefix(p)); }));
   if (!j.ranks_by_rack.empty()) {

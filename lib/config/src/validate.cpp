@@ -160,6 +160,10 @@ void check_jobs(const Config& c, Errors& errors) {
     if (j.mode != JobMode::ps && !(j.optimizer == Optimizer{})) {
       errors.add(path + ".optimizer", "only allowed in ps mode (mode is \"allreduce\")");
     }
+    if (j.shard_index >= j.shard_count) {
+      errors.add(path + ".shard.index", std::to_string(j.shard_index) + " is not below shard.count (" +
+                                            std::to_string(j.shard_count) + ")");
+    }
     if (!j.worker_ipv4.empty() && j.worker_ipv4.size() != j.workers) {
       errors.add(path + ".workers", "the address list does not have one entry per worker");
     }

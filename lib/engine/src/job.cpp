@@ -61,7 +61,7 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
   proto::LayoutParams lp;
   for (const auto& k : job.keys) lp.key_elems.push_back(k.elems);
   lp.chunk_elems = job.chunk_bytes / 4;
-  lp.owners = lcores;
+  lp.owners = static_cast<uint16_t>(lcores * job.shard_count);
   lp.segment_elems = seg;
   auto layout = proto::Layout::build(lp);
   if (!layout) return unexpected(job_name(job) + ": " + layout.error());
@@ -83,7 +83,8 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
   p.authenticated = !job.secret.empty();
   if (p.authenticated) p.key = proto::derive_key(job.secret);
   p.rate_per_lcore_pps = job.rate_limit_pps == 0 ? 0 : (job.rate_limit_pps + lcores - 1) / lcores;
-  p.memory = estimate_job_memory(m, p.layout);
+  p.first_owner = static_cast<uint16_t>(job.shard_index * lcores);
+  p.memory = estimate_job_memory(m, p.layout, p.first_owner, lcores);
   if (job.quota_bytes != 0 && p.memory.total() > job.quota_bytes) {
     return unexpected(job_name(job) + " refused: it needs " + p.memory.describe() + ", over its quota of " +
                       std::to_string(job.quota_bytes) + " bytes");
@@ -96,7 +97,7 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
   std::unique_ptr<LcoreJob> lj(new LcoreJob());
   lj->plan_ = &plan;
   const JobMath& m = plan.math;
-  const auto owned = plan.layout.owned(lcore);
+  const auto owned = plan.layout.owned(static_cast<uint16_t>(plan.first_owner + lcore));
   const auto n = static_cast<uint32_t>(owned.size());
   const std::string who = job_name(plan.cfg) + " on lcore index " + std::to_string(lcore);
   auto fail = [&](const std::string& what, uint64_t bytes) {

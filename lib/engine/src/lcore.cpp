@@ -8,6 +8,11 @@
 #include <cstdio>
 
 namespace phub::engine {
+namespace {
+
+constexpr uint64_t kTxDrainUs = 50;  // longest a result waits in a TX buffer while the lcore is busy
+
+}  // namespace
 
 Lcore::Lcore(LcoreResources r) : r_(std::move(r)), tx_(r_.ports.size()) {
   for (size_t p = 0; p < r_.ports.size(); ++p) tx_[p].bind(r_.ports[p], r_.index);
@@ -19,8 +24,9 @@ std::string Lcore::describe(const Snapshot& s) const {
   line += "; tx queue " + std::to_string(r_.index) + " on every port; shards:";
   for (size_t j = 0; j < s.jobs.size(); ++j) {
     const auto& plan = *s.jobs[j];
-    line += " " + plan.cfg.name + "=" + std::to_string(plan.layout.owned(r_.index).size()) + " chunks/" +
-            std::to_string(plan.layout.owner_elems(r_.index)) + " elems (udp " +
+    const auto owner = static_cast<uint16_t>(plan.first_owner + r_.index);
+    line += " " + plan.cfg.name + "=" + std::to_string(plan.layout.owned(owner).size()) + " chunks/" +
+            std::to_string(plan.layout.owner_elems(owner)) + " elems (udp " +
             std::to_string(plan.cfg.port_base + r_.index) + ")";
   }
   return line;
@@ -30,8 +36,10 @@ int Lcore::run() noexcept {
   constexpr uint16_t kBurst = 32;
   rte_mbuf* pkts[kBurst];
   const uint64_t hz = rte_get_tsc_hz();
-  const uint64_t timer_period = hz / 1000;  // 1 ms
+  const uint64_t timer_period = hz / 1000;        // 1 ms
+  const uint64_t drain_period = hz / 1'000'000 * kTxDrainUs;
   uint64_t next_timer = rte_rdtsc() + timer_period;
+  uint64_t last_drain = 0;
   uint32_t idle_polls = 0;
 
   (void)rte_rcu_qsbr_thread_register(r_.qsbr, r_.index);
@@ -61,9 +69,14 @@ int Lcore::run() noexcept {
         handle_frame(pkts[i], port, s, true);
       }
     }
-    for (auto& t : tx_) t.flush(counters_);
-
+    // Like l3fwd: full bursts go out as they fill (TxBuffer::add); the rest on a TSC deadline, or at
+    // once when this iteration found nothing to do. Fewer, larger bursts matter on PMDs whose TX is a
+    // system call (af_packet).
     const uint64_t now = rte_rdtsc();
+    if (work == 0 || now - last_drain >= drain_period) {
+      for (auto& t : tx_) t.flush(counters_);
+      last_drain = now;
+    }
     if (now >= next_timer) {
       scan_stalls(s, now);
       next_timer = now + timer_period;

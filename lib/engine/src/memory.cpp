@@ -28,11 +28,12 @@ uint64_t spares_ring_bytes(uint32_t spares) noexcept {
   return static_cast<uint64_t>(rte_ring_get_memsize(static_cast<unsigned>(rte_align32pow2(spares + 1))));
 }
 
-JobMemory estimate_job_memory(const JobMath& m, const proto::Layout& layout) {
+JobMemory estimate_job_memory(const JobMath& m, const proto::Layout& layout, uint16_t first_owner,
+                              uint16_t owners) {
   JobMemory mem;
   const uint64_t result_obj =
       result_object_bytes(static_cast<uint64_t>(layout.params().chunk_elems) * dtype_bytes(m.out_dtype));
-  for (uint16_t owner = 0; owner < layout.params().owners; ++owner) {
+  for (uint16_t owner = first_owner; owner < first_owner + owners; ++owner) {
     const auto owned = layout.owned(owner);
     for (uint32_t id : owned) {
       const proto::ChunkInfo& ci = layout.chunk(id);

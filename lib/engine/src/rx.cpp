@@ -202,7 +202,7 @@ static Chunk* locate(const proto::Header& h, const JobPlan& plan, LcoreJob& lj, 
     return nullptr;
   }
   const proto::ChunkInfo& ci = plan.layout.chunk(h.chunk_id);
-  if (ci.owner != self) {
+  if (ci.owner != plan.first_owner + self) {
     why = Drop::wrong_owner;
     status = proto::Status::bad_request;
     aux = ci.owner;

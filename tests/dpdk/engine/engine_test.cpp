@@ -343,3 +343,56 @@ TEST(Engine, MisdeliveredPacketsAreHandedToTheirOwner) {
 
 }  // namespace
 }  // namespace phub::test
+
+namespace phub::test {
+namespace {
+
+TEST(Engine, ShardOwnsOnlyItsPartOfTheChunkMap) {
+  auto job = make_job(1, 2, {8192 * 6});
+  job.shard_count = 3;
+  job.shard_index = 1;
+  RingLink link(1);
+  auto cfg = make_config(link.server_name(), 1, {job});
+  auto e = engine::Engine::create(cfg);
+  ASSERT_TRUE(e.has_value()) << e.error();
+  ASSERT_TRUE((*e)->start().has_value());
+  Workers w(link.worker_name(), 1, **e);
+  // The client's view: 3 servers x 1 lcore = 3 owners; this server is owner 1 and listens on port_base + 0.
+  proto::LayoutParams lp{{8192 * 6}, 8192, 3, 352};
+  auto l = proto::Layout::build(lp);
+  ASSERT_TRUE(l.has_value());
+  size_t mine = 0, results = 0, errors = 0;
+  for (uint32_t c = 0; c < l->chunk_count(); ++c) {
+    for (uint16_t r = 0; r < 2; ++r) {
+      proto::Header h;
+      h.opcode = proto::Opcode::push;
+      h.job_id = job.id;
+      h.rank = r;
+      h.chunk_id = c;
+      h.elem_count = 352;
+      std::vector<std::byte> frame(proto::kFrameHeadersBytes + 352 * 4);
+      ASSERT_TRUE(proto::build_phub_frame(w.addrs(r, job.port_base), h, encode(std::vector<float>(352, 1.0f), Dtype::fp32),
+                                          frame).has_value());
+      w.send_frame(frame, 0);
+    }
+    mine += l->chunk(c).owner == 1;
+  }
+  for (const auto& r : w.receive(mine * 2 + (l->chunk_count() - mine) * 2)) {
+    if (r.hdr.opcode == proto::Opcode::result) {
+      ++results;
+      EXPECT_EQ(l->chunk(r.hdr.chunk_id).owner, 1);
+      EXPECT_EQ(decode(r.payload, Dtype::fp32)[0], 2.0f);
+    } else {
+      ++errors;
+      EXPECT_EQ(r.hdr.status, proto::Status::bad_request);
+      EXPECT_NE(l->chunk(r.hdr.chunk_id).owner, 1);
+    }
+  }
+  EXPECT_EQ(mine, 2u);
+  EXPECT_EQ(results, mine * 2);
+  EXPECT_EQ(errors, (l->chunk_count() - mine) * 2);
+  (*e)->stop();
+}
+
+}  // namespace
+}  // namespace phub::test

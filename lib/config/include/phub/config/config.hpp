@@ -98,6 +98,10 @@ struct Job {
   std::vector<Key> keys;           // at least one
   Optimizer optimizer;             // ps mode
   uint32_t round_modulus = 0;      // rounds count modulo this (0 = 2^32); lets looped pcap traces keep working
+  // Sharded PS: the job's chunks are spread over shard_count servers with the same number of lcores;
+  // this server is shard shard_index and owns chunk owners shard_index * lcores .. + lcores - 1.
+  uint16_t shard_count = 1;        // 1..256
+  uint16_t shard_index = 0;        // 0..shard_count-1
   uint64_t rate_limit_pps = 0;     // packets per second accepted from this job; 0 = unlimited
   std::vector<Ipv4Prefix> allowed_sources;  // source addresses allowed to push; empty = any
   std::vector<uint32_t> worker_ipv4;        // rank r pushes only from worker_ipv4[r] (host order); empty = any

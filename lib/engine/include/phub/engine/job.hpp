@@ -28,12 +28,14 @@ struct JobPlan {
   JobMath math;
   proto::AuthKey key;
   bool authenticated = false;  // the job has a secret: every packet must carry its tag
-  uint16_t lcores = 1;         // owners of the layout
+  uint16_t lcores = 1;         // lcores of this server
+  uint16_t first_owner = 0;    // layout owner of this server's lcore 0 (sharded jobs: shard_index * lcores)
   uint64_t rate_per_lcore_pps = 0;
   JobMemory memory;            // the admission estimate
 };
 
-// Builds the plan of `job` for `lcores` owners and an IP MTU of `mtu`, without allocating data-plane memory.
+// Builds the plan of `job` for `lcores` lcores (times the job's shards: the layout's owners) and an IP MTU of
+// `mtu`, without allocating data-plane memory.
 [[nodiscard]] Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores, uint16_t mtu,
                                                       const agg::Kernels& kernels);
 

@@ -32,6 +32,8 @@ struct JobMemory {
 // Bytes of the ring that holds `spares` free result buffers.
 [[nodiscard]] uint64_t spares_ring_bytes(uint32_t spares) noexcept;
 
-[[nodiscard]] JobMemory estimate_job_memory(const JobMath& m, const proto::Layout& layout);
+// For the `owners` layout owners from `first_owner` on (this server's lcores).
+[[nodiscard]] JobMemory estimate_job_memory(const JobMath& m, const proto::Layout& layout, uint16_t first_owner,
+                                            uint16_t owners);
 
 }  // namespace phub::engine

@@ -14,7 +14,7 @@ namespace phub::engine {
 class TxBuffer {
  public:
   static constexpr uint16_t kCapacity = 2048;
-  static constexpr uint16_t kBurst = 64;
+  static constexpr uint16_t kBurst = 32;
 
   void bind(const drivers::EthPort* port, uint16_t queue) noexcept {
     port_ = port;

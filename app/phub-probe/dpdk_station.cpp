@@ -1,0 +1,194 @@
+// The DPDK probe station: the per-frame handling of ARP, ping and probe datagrams on one port queue.
+#include "dpdk_station.hpp"
+
+#include <rte_cycles.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "phub/base/bytes.hpp"
+#include "phub/proto/arp_icmp.hpp"
+#include "phub/proto/header.hpp"
+
+namespace phub::probe {
+namespace {
+
+constexpr uint16_t kBurst = 32;
+constexpr uint64_t kArpTtlSeconds = 60;
+constexpr size_t kUdpChecksumOffset = 6;
+
+// The probe datagram's IPv4 and UDP headers rewritten in place to go back to its sender.
+void turn_around(std::span<std::byte> frame, const proto::PhubFrame& f, const StationAddr& me) noexcept {
+  std::byte* p = frame.data();
+  std::memcpy(p, f.l2.src.data(), 6);
+  std::memcpy(p + 6, me.mac.data(), 6);
+  std::byte* ip = p + f.l2.l3_offset;
+  const size_t ip_header_bytes = f.ip.l4_offset - f.l2.l3_offset;
+  ip[8] = std::byte{64};
+  store_be<uint32_t>(ip + 12, me.ip);
+  store_be<uint32_t>(ip + 16, f.ip.src);
+  store_be<uint16_t>(ip + 10, 0);
+  store_be<uint16_t>(ip + 10, proto::inet_checksum(std::span<const std::byte>(ip, ip_header_bytes)));
+  std::byte* udp = p + f.ip.l4_offset;
+  store_be<uint16_t>(udp, f.udp.dst_port);
+  store_be<uint16_t>(udp + 2, f.udp.src_port);
+  store_be<uint16_t>(udp + kUdpChecksumOffset, 0);  // none (legal over IPv4): the body changes below
+}
+
+}  // namespace
+
+Station::Station(const drivers::EthPort& port, rte_mempool* pool, const StationAddr& addr, uint64_t tsc_hz)
+    : port_(port),
+      pool_(pool),
+      addr_(addr),
+      ns_per_cycle_(1e9 / static_cast<double>(tsc_hz)),
+      arp_(kArpTtlSeconds * tsc_hz) {}
+
+uint32_t Station::next_hop(uint32_t ip) const noexcept {
+  return ((ip ^ addr_.ip) & addr_.netmask) == 0 ? ip : addr_.gateway;
+}
+
+const proto::MacAddr* Station::mac_of(uint32_t ip) const noexcept { return arp_.find(ip, rte_rdtsc()); }
+
+unsigned Station::poll(AwaitedReply* awaited) noexcept {
+  std::array<rte_mbuf*, kBurst> rx;
+  const uint16_t n = port_.rx(0, rx.data(), kBurst);
+  if (n == 0) return 0;
+  const uint64_t rx_tsc = rte_rdtsc();
+  counters_.rx_frames += n;
+  std::array<rte_mbuf*, kBurst> tx;
+  std::array<std::byte*, kBurst> stamp_at;
+  unsigned ntx = 0, ours = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    std::byte* stamp = nullptr;
+    const Fate fate = handle(rx[i], rx_tsc, awaited, stamp, ours);
+    if (fate == Fate::drop) {
+      rte_pktmbuf_free(rx[i]);
+      continue;
+    }
+    stamp_at[ntx] = fate == Fate::send_stamped ? stamp : nullptr;
+    tx[ntx++] = rx[i];
+  }
+  if (ntx == 0) return ours;
+  // The turnaround runs from the end of the RX burst to just before the TX burst.
+  const uint64_t turnaround_ns = cycles_to_ns(rte_rdtsc() - rx_tsc);
+  for (unsigned i = 0; i < ntx; ++i)
+    if (stamp_at[i] != nullptr) store_be<uint64_t>(stamp_at[i], turnaround_ns);
+  const uint16_t sent = port_.tx(0, tx.data(), static_cast<uint16_t>(ntx));
+  for (unsigned i = sent; i < ntx; ++i) rte_pktmbuf_free(tx[i]);
+  counters_.tx_failed += ntx - sent;
+  return ours;
+}
+
+Station::Fate Station::handle(rte_mbuf* m, uint64_t rx_tsc, AwaitedReply* awaited, std::byte*& stamp_at,
+                              unsigned& ours) noexcept {
+  if (m->nb_segs != 1) return Fate::drop;
+  const std::span<std::byte> frame(rte_pktmbuf_mtod(m, std::byte*), m->data_len);
+  auto l2 = proto::parse_l2(frame);
+  if (!l2) return Fate::drop;
+  if (l2->ether_type == proto::kEtherTypeArp) return handle_arp(frame, *l2, m, rx_tsc, ours);
+  if (l2->ether_type != proto::kEtherTypeIpv4) return Fate::drop;
+  auto ip = proto::parse_ipv4(frame, *l2);
+  if (!ip || ip->dst != addr_.ip) return Fate::drop;
+  if (ip->protocol == proto::kIpProtoIcmp) {
+    auto echo = proto::parse_icmp_echo_request(frame, *ip);
+    if (!echo) return Fate::drop;
+    proto::icmp_echo_reply_in_place(frame, *l2, *ip, *echo);
+    ++counters_.pings_answered;
+    ++ours;
+    return Fate::send;
+  }
+  auto f = proto::parse_phub_frame(frame, /*verify_ip_checksum=*/false);  // checked just above
+  if (!f || f->udp.dst_port != addr_.udp_port) return Fate::drop;
+  const size_t body_offset = f->udp.payload_offset + proto::kHeaderBytes;
+  const std::span<std::byte> body = frame.subspan(body_offset, f->hdr.payload_bytes);
+  if (f->hdr.opcode == proto::Opcode::probe_request) {
+    ++ours;
+    turn_around(frame, *f, addr_);
+    proto::Header h = f->hdr;
+    h.opcode = proto::Opcode::probe_reply;
+    h.flags = static_cast<uint16_t>(h.flags & ~proto::flag::crc);
+    h.crc32c = 0;
+    proto::write_header(h, std::span<std::byte, proto::kHeaderBytes>(frame.data() + f->udp.payload_offset,
+                                                                     proto::kHeaderBytes));
+    ++counters_.reflected;
+    last_request_tsc_ = rx_tsc;
+    if (body.size() < kMinBodyBytes) return Fate::send;
+    stamp_at = body.data() + kBodyTurnaroundOffset;
+    return Fate::send_stamped;
+  }
+  if (f->hdr.opcode != proto::Opcode::probe_reply) return Fate::drop;
+  ++ours;
+  const bool match = awaited != nullptr && !awaited->arrived && f->ip.src == awaited->peer_ip &&
+                     f->udp.src_port == awaited->peer_port && f->hdr.seq == awaited->seq &&
+                     f->hdr.aux == awaited->nonce && body.size() >= kMinBodyBytes &&
+                     load_be<uint64_t>(body.data() + kBodyStampOffset) == awaited->stamp_tsc;
+  if (!match) {
+    ++counters_.replies_unmatched;
+    return Fate::drop;
+  }
+  awaited->arrived = true;
+  awaited->rx_tsc = rx_tsc;
+  awaited->turnaround_ns = load_be<uint64_t>(body.data() + kBodyTurnaroundOffset);
+  ++counters_.replies_matched;
+  return Fate::drop;
+}
+
+Station::Fate Station::handle_arp(std::span<std::byte> frame, const proto::L2& l2, rte_mbuf* m, uint64_t now,
+                                  unsigned& ours) noexcept {
+  auto arp = proto::parse_arp(frame, l2);
+  if (!arp || arp->target_ip != addr_.ip || arp->sender_ip == 0) return Fate::drop;
+  ++ours;
+  arp_.learn(arp->sender_ip, arp->sender_mac, now);
+  if (arp->op != proto::ArpOp::request || frame.size() < proto::kArpFrameBytes) return Fate::drop;
+  const size_t len = proto::build_arp_reply(
+      *arp, addr_.mac, addr_.ip, std::span<std::byte, proto::kArpFrameBytes>(frame.data(), proto::kArpFrameBytes));
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = static_cast<uint32_t>(len);
+  ++counters_.arp_answered;
+  return Fate::send;
+}
+
+bool Station::send_one(rte_mbuf* m) noexcept {
+  if (port_.tx(0, &m, 1) == 1) return true;
+  rte_pktmbuf_free(m);
+  ++counters_.tx_failed;
+  return false;
+}
+
+bool Station::send_arp_request(uint32_t target_ip) noexcept {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) return false;
+  auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kArpFrameBytes));
+  if (p == nullptr) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  (void)proto::build_arp_request(addr_.mac, addr_.ip, target_ip,
+                                 std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
+  return send_one(m);
+}
+
+uint64_t Station::send_probe_request(const ProbeTarget& to, uint32_t seq, uint32_t nonce, size_t body_bytes) noexcept {
+  body_bytes = std::clamp(body_bytes, kMinBodyBytes, kMaxBodyBytes);
+  const size_t len = proto::kFrameHeadersBytes + body_bytes;
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) return 0;
+  auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
+  store_be<uint64_t>(body_.data() + kBodyNonceOffset, nonce);
+  proto::Header h;
+  h.opcode = proto::Opcode::probe_request;
+  h.seq = seq;
+  h.aux = nonce;
+  const proto::FlowAddrs a{addr_.mac, to.mac, addr_.ip, to.ip, addr_.udp_port, to.udp_port, 64};
+  if (p == nullptr || !proto::build_phub_frame(a, h, std::span(body_.data(), body_bytes), std::span(p, len))) {
+    rte_pktmbuf_free(m);
+    return 0;
+  }
+  store_be<uint16_t>(p + proto::kEthBytes + proto::kIpv4Bytes + kUdpChecksumOffset, 0);  // the stamp goes in last
+  const uint64_t stamp = rte_rdtsc();
+  store_be<uint64_t>(p + proto::kFrameHeadersBytes + kBodyStampOffset, stamp);
+  return send_one(m) ? stamp : 0;
+}
+
+}  // namespace phub::probe
