@@ -81,8 +81,11 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
 
   uint16_t max_mtu = 0;
   for (const auto& p : cfg.ports) max_mtu = std::max(max_mtu, p.mtu);
-  const auto room = static_cast<uint16_t>(
-      std::max<unsigned>(RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + max_mtu + proto::kEthBytes + 8));
+  // Jumbo MTUs get 1 KiB of slack over the frame, so that PMDs with their own frame slots (af_packet's
+  // framesz) fit whatever a frame-sized slot rounds up to.
+  const unsigned frame = max_mtu + proto::kEthBytes + proto::kVlanBytes;
+  const auto room = static_cast<uint16_t>(max_mtu <= 1500 ? RTE_MBUF_DEFAULT_BUF_SIZE
+                                                          : RTE_PKTMBUF_HEADROOM + (frame + 1023) / 1024 * 1024 + 1024);
   bool need_copy = false;
   for (size_t i = 0; i < cfg.ports.size(); ++i) {
     const auto& pc = cfg.ports[i];

@@ -75,9 +75,15 @@ Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
   }
 
   if (int rc = rte_eth_dev_set_mtu(p.id_, spec.mtu); rc != 0) {
-    if (rc != -ENOTSUP) return unexpected(err("port " + p.name_ + ": MTU " + std::to_string(spec.mtu), rc));
-    std::fprintf(stderr, "phub: port %s (%s): cannot set MTU %u (not supported by the PMD); continuing\n",
-                 p.name_.c_str(), p.driver_.c_str(), spec.mtu);
+    // memif and ring cannot set an MTU at all; af_packet reports a fixed 1518-byte maximum although the
+    // kernel interface's own MTU is what governs it. Both are warnings; a real NIC refusing is an error.
+    const bool kernel_mtu = p.driver_ == "net_af_packet" && rc == -EINVAL;
+    if (rc != -ENOTSUP && !kernel_mtu) {
+      return unexpected(err("port " + p.name_ + ": MTU " + std::to_string(spec.mtu), rc));
+    }
+    std::fprintf(stderr, "phub: port %s (%s): cannot set MTU %u (%s); continuing\n", p.name_.c_str(),
+                 p.driver_.c_str(), spec.mtu,
+                 kernel_mtu ? "the kernel interface's MTU applies" : "not supported by the PMD");
   }
   p.mtu_ = spec.mtu;
   if (spec.mac) {

@@ -1,0 +1,157 @@
+/* phub/client.h: the stable C API of libphub-client, the kernel-UDP worker library of phub. */
+#ifndef PHUB_CLIENT_H
+#define PHUB_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PHUB_CLIENT_API_VERSION 1
+
+/* Every call returns one of these codes; phub_last_error() then holds a message for this thread. */
+typedef enum phub_status {
+  PHUB_OK = 0,
+  PHUB_ERR_INVALID_ARGUMENT = 1, /* a bad argument or configuration value (the message names it) */
+  PHUB_ERR_STATE = 2,            /* call not allowed now (e.g. register after the first operation) */
+  PHUB_ERR_SYSTEM = 3,           /* a socket call failed (the message has errno's text) */
+  PHUB_ERR_UNREACHABLE = 4,      /* no answer at all from the server before the deadline (down, wrong
+                                    address, or auth refused: the server drops bad tags silently) */
+  PHUB_ERR_TIMEOUT = 5,          /* the server answered, but the operation missed its deadline */
+  PHUB_ERR_ROUND_STALLED = 6,    /* the server reported the round stalled: another rank is missing */
+  PHUB_ERR_ROUND_MISMATCH = 7,   /* the server is on another round (state of an earlier run, or the
+                                    workers' operation sequences differ) */
+  PHUB_ERR_CHUNK_MAP = 8,        /* the server's chunk map differs (keys, chunk_bytes, mtu, lcores) */
+  PHUB_ERR_CONFIG_MISMATCH = 9,  /* the server's job differs in mode, dtype or reduction */
+  PHUB_ERR_NOT_INITIALIZED = 10, /* ps mode: rank 0 has not sent the initial weights */
+  PHUB_ERR_PROTOCOL = 11,        /* the server rejected a request (bad_request) for another reason */
+  PHUB_ERR_NO_MEMORY = 12,
+  PHUB_ERR_AUTH = 13,            /* answers with a wrong auth tag arrived: the secrets differ */
+  PHUB_ERR_BROKEN = 14           /* an earlier failure left rounds out of step: reconnect */
+} phub_status;
+
+/* The *_ENUM_MAX_ entries make every int a valid value of the type, so that the library can check (and
+ * refuse) any value a caller passes without undefined behaviour. */
+typedef enum phub_mode { PHUB_MODE_ALLREDUCE = 0, PHUB_MODE_PS = 1, PHUB_MODE_ENUM_MAX_ = 0x7fffffff } phub_mode;
+typedef enum phub_dtype { PHUB_FP32 = 0, PHUB_FP16 = 1, PHUB_BF16 = 2, PHUB_DTYPE_ENUM_MAX_ = 0x7fffffff } phub_dtype;
+typedef enum phub_reduce { PHUB_REDUCE_SUM = 0, PHUB_REDUCE_MEAN = 1, PHUB_REDUCE_ENUM_MAX_ = 0x7fffffff } phub_reduce;
+
+/* Flags of phub_config.flags. */
+#define PHUB_FLAG_NO_GSO 0x1u /* never use UDP GSO (UDP_SEGMENT) on send */
+#define PHUB_FLAG_NO_GRO 0x2u /* never ask for UDP GRO on receive */
+#define PHUB_FLAG_CRC 0x4u    /* put the payload's CRC32C in pushes (the server then checks it) */
+
+/* Connection settings. Fill with phub_config_init() first: it sets struct_size and the defaults. They must
+ * match the job in the server's config (docs/client.md lists which fields correspond to which). */
+typedef struct phub_config {
+  uint32_t struct_size;       /* sizeof(phub_config), set by phub_config_init */
+  const char* servers;        /* IPv4 address(es), comma-separated for a sharded job; a rack hub is just
+                                 its address */
+  uint16_t port_base;         /* the job's port_base */
+  uint16_t server_lcores;     /* worker lcores of each server (default 1) */
+  uint32_t job_id;
+  uint16_t rank;
+  uint16_t workers;
+  const char* secret;         /* the job's secret; NULL or "" for none */
+  uint32_t chunk_bytes;       /* the job's chunk_bytes (default 32768) */
+  uint16_t mtu;               /* IP MTU of the path (default 1500) */
+  phub_mode mode;
+  phub_dtype dtype;
+  phub_reduce reduce;         /* allreduce mode */
+  uint32_t round_modulus;     /* the job's round_modulus (0: none) */
+  uint32_t timeout_ms;        /* deadline of every blocking operation (default 10000) */
+  uint32_t rto_initial_us;    /* first retransmit timeout before RTT samples (default 200000) */
+  uint32_t rto_min_us;        /* floor of the adaptive timeout (default 10000) */
+  uint32_t rto_max_us;        /* cap of the exponential backoff (default 1000000) */
+  uint32_t window_packets;    /* most packets in flight (default 512); adapts between 8 and this */
+  const char* bind_address;   /* local IPv4 to bind, NULL for any */
+  uint16_t bind_port;         /* local UDP port, 0 for any */
+  uint32_t flags;             /* PHUB_FLAG_* */
+  uint32_t socket_buffer_bytes; /* SO_RCVBUF/SO_SNDBUF (default 4 MiB) */
+  /* Fault injection for tests, in parts per million of packets: dropped before sending, dropped on
+   * receipt, sent twice, held back behind the next batch. fault_seed seeds the generator. */
+  uint32_t fault_drop_tx_ppm;
+  uint32_t fault_drop_rx_ppm;
+  uint32_t fault_dup_tx_ppm;
+  uint32_t fault_reorder_tx_ppm;
+  uint64_t fault_seed;
+} phub_config;
+
+/* Counters of one client since phub_connect. */
+typedef struct phub_stats {
+  uint64_t packets_sent;       /* datagrams handed to the kernel (GSO segments counted one by one) */
+  uint64_t packets_received;   /* datagrams received (GRO segments counted one by one) */
+  uint64_t payload_bytes_sent; /* element bytes pushed (retransmits included) */
+  uint64_t payload_bytes_received; /* element bytes of accepted results */
+  uint64_t retransmits;        /* packets sent again after a timeout */
+  uint64_t rerequests;         /* rerequest packets sent */
+  uint64_t duplicates;         /* results dropped as already received */
+  uint64_t stale;              /* results or errors for another round or operation, dropped */
+  uint64_t bad_tag;            /* packets with a wrong auth tag, dropped */
+  uint64_t malformed;          /* packets that failed to parse or came from elsewhere, dropped */
+  uint64_t errors_received;    /* error packets from the server */
+  uint64_t stalls_reported;    /* round_stalled errors among them */
+  uint64_t timeouts;           /* retransmit timer expiries */
+  uint64_t fast_retransmits;   /* early retransmits: results arrived past a missing segment */
+  uint64_t ops_completed;
+  uint64_t send_batches;       /* sendmmsg calls */
+  uint64_t recv_batches;       /* recvmmsg calls that returned data */
+  uint64_t gro_coalesced;      /* datagrams that arrived merged by UDP GRO */
+  uint32_t window_packets;     /* current window */
+  uint32_t srtt_us;            /* smoothed completion time of a chunk */
+  uint32_t rto_us;             /* current retransmit timeout */
+  uint8_t gso;                 /* UDP GSO in use */
+  uint8_t gro;                 /* UDP GRO in use */
+} phub_stats;
+
+typedef struct phub_client phub_client;
+typedef struct phub_request phub_request;
+
+/* Defaults (see the field comments); servers, port_base, job_id, rank and workers must then be set. */
+void phub_config_init(phub_config* cfg);
+
+/* The message of the last failing call on this thread ("" if none). Valid until the next call. */
+const char* phub_last_error(void);
+const char* phub_status_name(int status);
+
+/* Open the socket and announce this rank (join) to every server lcore. No packet is awaited. */
+int phub_connect(const phub_config* cfg, phub_client** out);
+/* Send leave to every server lcore and free the client. Pending requests are abandoned. NULL is fine. */
+int phub_close(phub_client* c);
+
+/* Declare key number `key` (0, 1, 2, ... in the order of the job's keys in the server config) with its
+ * elements; dtype must be the job's. Keys are frozen by the first operation. */
+int phub_register(phub_client* c, uint32_t key, uint64_t elems, phub_dtype dtype);
+
+/* Allreduce in place: push buf (elems of the key in the job's dtype), get the sum or mean back into buf. */
+int phub_allreduce(phub_client* c, uint32_t key, void* buf);
+int phub_allreduce_async(phub_client* c, uint32_t key, void* buf, phub_request** req);
+
+/* Split allreduce: phub_push starts the key's next round from src (which must stay valid until the
+ * matching phub_pull returns); phub_pull waits for that round and writes the result into dst.
+ * ps mode: phub_pull without a pending push fetches the current weights from the server. */
+int phub_push(phub_client* c, uint32_t key, const void* src);
+int phub_pull(phub_client* c, uint32_t key, void* dst);
+
+/* ps mode. phub_init: rank 0 sends buf as the initial weights; other ranks wait until they are set and
+ * receive them into buf. phub_step: push grads, receive the updated weights into weights. */
+int phub_init(phub_client* c, uint32_t key, void* buf);
+int phub_step(phub_client* c, uint32_t key, const void* grads, void* weights);
+int phub_step_async(phub_client* c, uint32_t key, const void* grads, void* weights, phub_request** req);
+
+/* Drive requests until req completes (or its deadline passes); frees req and returns its status. */
+int phub_wait(phub_client* c, phub_request* req);
+/* Drive requests without blocking; *done = 1 when req has completed (then phub_wait returns at once). */
+int phub_test(phub_client* c, phub_request* req, int* done);
+
+int phub_get_stats(const phub_client* c, phub_stats* out);
+/* Freeze the key list and build the chunk map now (the first operation does it implicitly). */
+int phub_finalize(phub_client* c, uint32_t* chunks_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PHUB_CLIENT_H */

@@ -1,0 +1,174 @@
+// The client core: registered keys, the chunk plan, requests (operations on a key) and the progress
+// engine that sends chunks within the window, retransmits, and writes results into the caller's buffers.
+// Not thread-safe by itself: the C API serialises calls with a mutex and releases it while sleeping.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "phub/client.h"
+#include "phub/client/backoff.hpp"
+#include "phub/client/error.hpp"
+#include "phub/client/options.hpp"
+#include "phub/client/plan.hpp"
+#include "phub/client/tracker.hpp"
+#include "phub/client/transport.hpp"
+#include "phub/client/window.hpp"
+#include "phub/proto/auth.hpp"
+#include "phub/proto/header.hpp"
+
+namespace phub::client {
+
+enum class OpKind : uint8_t {
+  allreduce,  // push src, results (sum/mean) into dst; advances the chunks' rounds
+  step,       // ps: push gradients from src, updated weights into dst; advances the rounds
+  init_send,  // ps rank 0: initial weights from src (opcode init); answers are acknowledgements
+  pull,       // ps: current weights into dst (opcode pull); waits while not initialised
+};
+
+[[nodiscard]] constexpr bool advances_round(OpKind k) noexcept { return k == OpKind::allreduce || k == OpKind::step; }
+
+struct OpId {
+  uint32_t slot = 0;
+  uint32_t gen = 0;
+};
+
+class Client {
+ public:
+  [[nodiscard]] static Result<std::unique_ptr<Client>> connect(const Options& o);
+  ~Client();  // sends leave to every server lcore
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  [[nodiscard]] Expected<void, Error> register_key(uint32_t key, uint64_t elems, Dtype d);
+  // Freezes the keys and builds the chunk map; returns the number of chunks.
+  [[nodiscard]] Result<uint32_t> finalize();
+
+  // Starts an operation on a key; buffers hold the key's elements in the job's dtype and must stay valid
+  // until the operation completes or is released.
+  [[nodiscard]] Result<OpId> post(OpKind kind, uint32_t key, const std::byte* src, std::byte* dst);
+  // Drives traffic until `id` completes or misses its deadline, then forgets it. `lock` (if given) is
+  // released while the thread sleeps in poll(), so other threads may post meanwhile.
+  [[nodiscard]] Expected<void, Error> wait(OpId id, std::unique_lock<std::mutex>* lock);
+  // Drives traffic without sleeping; true when `id` has completed.
+  [[nodiscard]] Result<bool> test(OpId id);
+  // Forgets a request; one still running is abandoned (the client is then out of step: broken).
+  void release(OpId id);
+
+  // Split allreduce (and ps step) through a per-key staging buffer.
+  [[nodiscard]] Expected<void, Error> push(uint32_t key, const std::byte* src);
+  [[nodiscard]] Expected<void, Error> pull(uint32_t key, std::byte* dst, std::unique_lock<std::mutex>* lock);
+
+  [[nodiscard]] phub_stats stats() const noexcept;
+  [[nodiscard]] const Options& options() const noexcept { return opt_; }
+  [[nodiscard]] const Plan* plan() const noexcept { return plan_ ? &*plan_ : nullptr; }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+  struct ChunkState {
+    uint32_t round = 0;       // round of the chunk's next (or current) advancing operation
+    uint32_t op = kNone;      // slot of the operation using the chunk
+    uint32_t missing = 0;     // segments still without a result
+    uint32_t attempts = 0;    // retransmit timer expiries of the current operation
+    uint32_t highest = 0;     // highest segment with a result (current operation)
+    bool fast_done = false;   // a gap already triggered an early retransmit since the last timer expiry
+    uint32_t inflight_at = 0; // position in inflight_
+    uint64_t sent_ns = 0;
+    uint64_t timer_ns = 0;
+    uint64_t send_mark = 0;
+  };
+  struct Op {
+    OpKind kind = OpKind::allreduce;
+    uint32_t key = 0;
+    const std::byte* src = nullptr;
+    std::byte* dst = nullptr;
+    uint32_t first_chunk = 0;
+    uint32_t next_chunk = 0;  // first chunk not started yet
+    uint32_t end_chunk = 0;
+    uint32_t chunks_left = 0;
+    uint64_t deadline_ns = 0;
+    uint32_t gen = 0;
+    bool used = false;
+    bool done = false;
+    bool not_initialized_seen = false;
+    int32_t stall_rank = -1;  // from round_stalled errors: a rank the server still waits for
+    Error err;
+  };
+
+  explicit Client(const Options& o);
+  [[nodiscard]] Op* lookup(OpId id) noexcept;
+
+  // Progress engine.
+  void pump(uint64_t now);
+  void receive_all(uint64_t now);
+  void on_datagram(std::span<const std::byte> bytes, const Endpoint& from, uint64_t now);
+  void on_result(const proto::Header& h, std::span<const std::byte> payload, uint64_t now);
+  void on_error(const proto::Header& h);
+  [[nodiscard]] bool from_server(const Endpoint& from) const noexcept;
+  void service_timers(uint64_t now);
+  void start_chunks(uint64_t now);
+  void start_chunk(uint32_t slot, uint32_t chunk, uint64_t now);
+  void resend(uint32_t chunk, uint64_t now);
+  void fast_resend(uint32_t chunk);
+  void resend_missing(uint32_t chunk, proto::Opcode opc, bool payload, bool stale, uint32_t below);
+  void chunk_done(uint32_t chunk, uint64_t now);
+  void check_deadlines(uint64_t now);
+  void flush();
+  void fail_op(uint32_t slot, Error e);
+  void finish_op(uint32_t slot);
+  void detach_chunk(uint32_t chunk);
+  [[nodiscard]] uint64_t next_wake(uint64_t now) const noexcept;
+  void sleep_until(uint64_t wake_ns, uint64_t now, std::unique_lock<std::mutex>* lock);
+
+  // Packet building.
+  [[nodiscard]] bool queue_room(size_t packets) const noexcept { return queue_.size() + packets <= queue_cap_; }
+  void enqueue(proto::Opcode op, uint32_t chunk, uint32_t round, uint32_t seg, bool with_payload, bool retransmit,
+               const std::byte* payload_base);
+  void send_control(proto::Opcode op);  // join / leave to every server lcore
+
+  // Messages.
+  [[nodiscard]] Error timeout_error(const Op& op) const;
+  [[nodiscard]] Error bad_request_error(const proto::Header& h) const;
+  [[nodiscard]] std::string where() const;
+
+  Options opt_;
+  proto::AuthKey auth_{};
+  bool authenticated_ = false;
+  std::unique_ptr<Transport> transport_;
+  std::vector<uint64_t> key_elems_;
+  std::optional<Plan> plan_;
+  std::vector<ChunkState> chunks_;
+  SegmentTracker tracker_;
+  Window window_;
+  Rto rto_;
+
+  std::vector<Op> ops_;
+  std::vector<uint32_t> free_ops_;
+  std::deque<uint32_t> waiting_;  // operations with chunks not started yet, oldest first
+  std::vector<uint32_t> live_;    // operations not done
+  std::vector<uint32_t> inflight_;  // chunks with packets awaiting results
+
+  std::vector<OutPacket> queue_;
+  std::vector<std::array<std::byte, proto::kHeaderBytes>> headers_;
+  size_t queue_cap_ = 0;
+  bool send_blocked_ = false;
+  uint32_t seq_ = 0;
+
+  std::vector<std::vector<std::byte>> stash_;      // per key: results of phub_push until phub_pull
+  std::vector<std::optional<OpId>> pending_push_;  // per key
+
+  bool answered_ = false;  // a valid packet of the job arrived from a server
+  std::optional<Error> broken_;
+  phub_stats st_{};
+};
+
+}  // namespace phub::client

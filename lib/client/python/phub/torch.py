@@ -1,0 +1,156 @@
+"""PyTorch integration of phub: a DDP communication hook, a ps-mode optimizer, and the Lua keys of a model.
+
+    state = phub.torch.HookState(ddp_model)                  # phub.Client.from_env() inside
+    ddp_model.register_comm_hook(state, phub.torch.ddp_comm_hook)
+
+The server job's keys are the model's trainable parameters in order (print them with lua_keys(model) or
+`python3 -m phub.keys module:factory`), so they do not depend on how DDP groups gradients into buckets.
+"""
+import queue
+import threading
+
+import torch
+
+from .client import Client, buffer_of
+
+
+def trainable(model):
+    """(name, parameter) of every trainable parameter, in the order phub registers them (DDP is unwrapped)."""
+    module = getattr(model, "module", model)
+    return [(name, p) for name, p in module.named_parameters() if p.requires_grad]
+
+
+def lua_keys(model):
+    """The `keys = {...}` entry of a phub job for this model (paste it into the server's Lua config)."""
+    lines = ["keys = {  -- %d tensors, %d elements" % (len(trainable(model)), sum(p.numel() for _, p in trainable(model)))]
+    for name, p in trainable(model):
+        lines.append('  { name = "%s", elems = %d },' % (name, p.numel()))
+    lines.append("},")
+    return "\n".join(lines)
+
+
+_JOB_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+class _Completer(threading.Thread):
+    """Waits for the requests of each submitted batch in order and completes its future (daemon thread)."""
+
+    def __init__(self):
+        super().__init__(name="phub-hook", daemon=True)
+        self.jobs = queue.Queue()
+        self.start()
+
+    def run(self):
+        while True:
+            item = self.jobs.get()
+            if item is None:
+                return
+            reqs, finish, fut = item
+            try:
+                for r in reqs:
+                    r.wait()
+                fut.set_result(finish())
+            except Exception as e:  # a PhubError, delivered to whoever waits on the future
+                fut.set_exception(e)
+
+
+class HookState:
+    """State of phub.torch.ddp_comm_hook: the client (from the environment unless given) and the key of each
+    parameter. The job's reduce may be "mean" (the server divides) or "sum" (the hook divides)."""
+
+    def __init__(self, model, client=None, **client_overrides):
+        self.client = client or Client.from_env(**client_overrides)
+        params = [p for _, p in trainable(model)]
+        self.key_of = {}
+        for p in params:
+            self.key_of[p.data_ptr()] = self.client.register(p.numel())
+        self.divide = self.client.workers if self.client.reduce == "sum" else 1
+        self.job_dtype = _JOB_DTYPES[self.client.dtype]
+        self._completer = _Completer()
+
+    def close(self):
+        self._completer.jobs.put(None)
+        self.client.close()
+
+
+def ddp_comm_hook(state, bucket):
+    """DDP communication hook: allreduces every gradient of the bucket through phub, in place."""
+    buf = bucket.buffer()
+    reqs, staged = [], []
+    elem = buf.element_size()
+    for p, g in zip(bucket.parameters(), bucket.gradients()):
+        offset = (g.data_ptr() - buf.data_ptr()) // elem
+        view = buf.narrow(0, offset, g.numel())  # the gradient's range of the flat bucket, contiguous
+        if view.dtype != state.job_dtype:
+            tmp = view.to(state.job_dtype)
+            staged.append((view, tmp))
+            view = tmp
+        reqs.append(state.client.allreduce_async(view, key=state.key_of[p.data_ptr()]))
+
+    def finish():
+        for dst, tmp in staged:
+            dst.copy_(tmp)
+        if state.divide != 1:
+            buf.div_(state.divide)
+        return buf
+
+    fut = torch.futures.Future()
+    state._completer.jobs.put((reqs, finish, fut))
+    return fut
+
+
+class PSOptimizer(torch.optim.Optimizer):
+    """Parameter-server mode: step() pushes the gradients and receives the weights the server's optimizer
+    computed (the job's `optimizer` in the server config), in place. No DDP needed: give it the plain model's
+    parameters. Rank 0's parameters become the initial weights; the other ranks receive them."""
+
+    def __init__(self, params, client=None, init=True, **client_overrides):
+        super().__init__(params, {})
+        self.client = client or Client.from_env(mode="ps", **client_overrides)
+        self._params = [p for group in self.param_groups for p in group["params"]]
+        job_dtype = _JOB_DTYPES[self.client.dtype]
+        self._stage = [p.dtype != job_dtype for p in self._params]
+        self._weights = [torch.empty(p.numel(), dtype=job_dtype) if s else None for p, s in zip(self._params, self._stage)]
+        self._zeros = {}
+        for p in self._params:
+            self.client.register(p.numel())
+        if init:
+            self._init()
+
+    def _flat(self, k):
+        p = self._params[k]
+        return self._weights[k] if self._stage[k] else p.data.view(-1)
+
+    @torch.no_grad()
+    def _init(self):
+        for k, p in enumerate(self._params):
+            if self._stage[k]:
+                self._weights[k].copy_(p.data.view(-1))
+        self.client.init([self._flat(k) for k in range(len(self._params))])
+        self._copy_back()
+
+    def _copy_back(self):
+        for k, p in enumerate(self._params):
+            if self._stage[k]:
+                p.data.view(-1).copy_(self._weights[k])
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        reqs = []
+        for k, p in enumerate(self._params):
+            g = p.grad
+            if g is None:  # every rank must push every key each step
+                g = self._zeros.setdefault(k, torch.zeros(p.numel(), dtype=self._flat(k).dtype))
+            g = g.reshape(-1).to(self._flat(k).dtype).contiguous()
+            reqs.append(self.client.step_async(self._flat(k), g, key=k))
+        for r in reqs:
+            r.wait()
+        self._copy_back()
+        return loss
+
+
+__all__ = ["HookState", "ddp_comm_hook", "PSOptimizer", "lua_keys", "trainable", "buffer_of"]

@@ -1,0 +1,82 @@
+// Error messages of the client: what went wrong, in terms of the config fields that must match the server.
+#include "phub/client/client.hpp"
+
+namespace phub::client {
+
+std::string Client::where() const {
+  std::string servers;
+  for (uint32_t s : opt_.servers) servers += (servers.empty() ? "" : ",") + format_ipv4(s);
+  std::string keys;
+  for (uint64_t k : key_elems_) keys += (keys.empty() ? "" : ",") + std::to_string(k);
+  return "check that the keys [" + keys + "] (elements, in order), chunk_bytes " + std::to_string(opt_.chunk_bytes) +
+         ", mtu " + std::to_string(opt_.mtu) + ", dtype " + std::string(dtype_name(opt_.dtype)) + " and server_lcores " +
+         std::to_string(opt_.server_lcores) + " match job " + std::to_string(opt_.job_id) + " on " + servers;
+}
+
+Error Client::timeout_error(const Op& op) const {
+  const std::string ms = std::to_string(opt_.timeout_ms) + " ms";
+  if (!answered_) {
+    std::string servers;
+    for (uint32_t s : opt_.servers) servers += (servers.empty() ? "" : ",") + format_ipv4(s);
+    const std::string ports = std::to_string(opt_.port_base) + "-" + std::to_string(opt_.port_base + opt_.server_lcores - 1);
+    if (st_.bad_tag != 0) {
+      return Error{PHUB_ERR_AUTH, std::to_string(st_.bad_tag) + " answers from " + servers +
+                                      " carried a wrong auth tag: this client's secret differs from job " +
+                                      std::to_string(opt_.job_id) + "'s"};
+    }
+    std::string hint = "the server is down or unreachable, or it drops this client's packets silently: ";
+    hint += authenticated_ ? "a secret that differs from the job's (counted as drops: bad_tag), "
+                           : "the job has a secret and the client none (drops: bad_tag), ";
+    hint += "a job id or rank outside the job, or a source address the job does not allow";
+    return Error{PHUB_ERR_UNREACHABLE, "no answer from " + servers + " ports " + ports + " within " + ms + " (job " +
+                                           std::to_string(opt_.job_id) + ", rank " + std::to_string(opt_.rank) +
+                                           "): " + hint};
+  }
+  const uint32_t total = op.end_chunk - op.first_chunk;
+  const std::string what = "key " + std::to_string(op.key) + ": " + std::to_string(op.chunks_left) + " of " +
+                           std::to_string(total) + " chunks incomplete after " + ms;
+  if (op.stall_rank >= 0) {
+    return Error{PHUB_ERR_ROUND_STALLED, what + "; the server reports the round stalled, waiting for rank " +
+                                             std::to_string(op.stall_rank)};
+  }
+  if (op.not_initialized_seen) {
+    return Error{PHUB_ERR_NOT_INITIALIZED,
+                 what + "; the server's weights are not initialised: rank 0 must call phub_init for every key"};
+  }
+  return Error{PHUB_ERR_TIMEOUT, what + " (retransmits " + std::to_string(st_.retransmits) + ", rerequests " +
+                                     std::to_string(st_.rerequests) + "): packets are being lost, or a worker is slow"};
+}
+
+Error Client::bad_request_error(const proto::Header& h) const {
+  const uint32_t c = h.chunk_id;
+  const uint32_t aux = h.aux;
+  const std::string head = "the server rejected a request for chunk " + std::to_string(c) + " (bad_request, detail " +
+                           std::to_string(aux) + "): ";
+  const uint32_t se = plan_->segment_elems();
+  const uint16_t lcore = static_cast<uint16_t>(plan_->layout().chunk(c).owner % opt_.server_lcores);
+  if (aux == se) {
+    return Error{PHUB_ERR_CHUNK_MAP, head + "the server's chunk " + std::to_string(c) +
+                                         " has another length than the client's (" +
+                                         std::to_string(plan_->layout().chunk(c).elems) + " elements): " + where()};
+  }
+  if (aux >= 16 && aux % 16 == 0) {
+    return Error{PHUB_ERR_CHUNK_MAP, head + "the server expects " + std::to_string(aux) +
+                                         " elements per packet, the client sends " + std::to_string(se) +
+                                         ": config.mtu or config.dtype differ from the server's port and job"};
+  }
+  if (aux != lcore && aux < 256) {
+    std::string msg = head + "either chunk " + std::to_string(c) + " belongs to the server's lcore " +
+                      std::to_string(aux) + " (the client sent it to lcore " + std::to_string(lcore) +
+                      ", so server_lcores or the keys differ), or the job's dtype is " +
+                      (aux < kDtypeCount ? std::string(dtype_name(static_cast<Dtype>(aux))) : std::string("other")) +
+                      " (the client's is " + std::string(dtype_name(opt_.dtype)) + ")";
+    return Error{PHUB_ERR_CHUNK_MAP, msg + ": " + where()};
+  }
+  if (opt_.mode == Mode::ps && aux == 0) {
+    return Error{PHUB_ERR_CONFIG_MISMATCH, head + "init refused: the job is not in ps mode (config.mode)"};
+  }
+  return Error{PHUB_ERR_PROTOCOL, head + "the job's round_modulus may differ (the client's is " +
+                                      std::to_string(opt_.round_modulus) + ")"};
+}
+
+}  // namespace phub::client

@@ -1,0 +1,152 @@
+// The client's receive side: validating what the servers send, deduplicating results, writing them
+// into the caller's buffer, and turning server errors into request failures or retries.
+#include <algorithm>
+#include <cstring>
+
+#include "phub/client/client.hpp"
+#include "phub/proto/auth.hpp"
+
+namespace phub::client {
+
+bool Client::from_server(const Endpoint& from) const noexcept {
+  if (from.port < opt_.port_base || from.port >= opt_.port_base + opt_.server_lcores) return false;
+  for (uint32_t s : opt_.servers) {
+    if (s == from.ipv4) return true;
+  }
+  return false;
+}
+
+void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from, uint64_t now) {
+  if (!from_server(from)) {
+    ++st_.malformed;
+    return;
+  }
+  auto h = proto::parse_header(bytes);
+  if (!h || h->job_id != opt_.job_id || h->rank != opt_.rank) {
+    ++st_.malformed;
+    return;
+  }
+  if (authenticated_ && !proto::verify_header(auth_, bytes.first<proto::kHeaderBytes>())) {
+    ++st_.bad_tag;
+    return;
+  }
+  answered_ = true;
+  if (!plan_) {
+    ++st_.stale;
+    return;
+  }
+  if (h->opcode == proto::Opcode::result) {
+    on_result(*h, bytes.subspan(proto::kHeaderBytes, h->payload_bytes), now);
+  } else if (h->opcode == proto::Opcode::error) {
+    on_error(*h);
+  } else {
+    ++st_.malformed;
+  }
+}
+
+void Client::on_result(const proto::Header& h, std::span<const std::byte> payload, uint64_t now) {
+  if (h.chunk_id >= plan_->chunk_count()) {
+    ++st_.malformed;
+    return;
+  }
+  const uint32_t c = h.chunk_id;
+  ChunkState& cs = chunks_[c];
+  if (cs.op == kNone || h.round != cs.round) {
+    ++st_.stale;
+    return;
+  }
+  const uint32_t slot = cs.op;
+  const Op& op = ops_[slot];
+  const uint32_t se = plan_->segment_elems();
+  const uint32_t seg = h.elem_offset / se;
+  if (h.elem_offset % se != 0 || seg >= plan_->segments(c) || h.elem_count != plan_->segment_len(c, seg)) {
+    return fail_op(slot, Error{PHUB_ERR_CHUNK_MAP,
+                               "the server sent elements " + std::to_string(h.elem_offset) + "+" +
+                                   std::to_string(h.elem_count) + " of chunk " + std::to_string(c) +
+                                   ", which has " + std::to_string(plan_->layout().chunk(c).elems) +
+                                   " elements in segments of " + std::to_string(se) + " here: " + where()});
+  }
+  if (h.dtype != opt_.dtype) {
+    return fail_op(slot, Error{PHUB_ERR_CONFIG_MISMATCH, "the server's results are " + std::string(dtype_name(h.dtype)) +
+                                                             ", the client expects " +
+                                                             std::string(dtype_name(opt_.dtype)) + " (config.dtype)"});
+  }
+  const bool mean = (h.flags & proto::flag::mean) != 0;
+  if (opt_.mode == Mode::allreduce && mean != opt_.mean) {
+    return fail_op(slot, Error{PHUB_ERR_CONFIG_MISMATCH, std::string("the server's job reduces by ") +
+                                                             (mean ? "mean" : "sum") + ", the client was told " +
+                                                             (opt_.mean ? "mean" : "sum") + " (config.reduce)"});
+  }
+  const uint64_t gs = plan_->first_segment(c) + seg;
+  if (advances_round(op.kind)) {
+    // A late answer to a repeated ps init or pull carries the same round number: it is not our result.
+    if (tracker_.take_stale(gs)) {
+      ++st_.stale;
+      return;
+    }
+  } else {
+    (void)tracker_.take_stale(gs);  // one of our requests is answered
+  }
+  if (!tracker_.mark(gs)) {
+    ++st_.duplicates;
+    return;
+  }
+  if (op.dst != nullptr) std::memcpy(op.dst + plan_->key_byte_offset(c, seg), payload.data(), payload.size());
+  st_.payload_bytes_received += payload.size();
+  window_.on_result(true);
+  if (--cs.missing == 0) return chunk_done(c, now);
+  cs.highest = std::max(cs.highest, seg);
+  fast_resend(c);
+}
+
+void Client::on_error(const proto::Header& h) {
+  ++st_.errors_received;
+  if (h.status == proto::Status::round_stalled) ++st_.stalls_reported;
+  if (h.chunk_id >= plan_->chunk_count()) {
+    if (h.status != proto::Status::unknown_chunk || live_.empty()) {
+      ++st_.stale;
+      return;
+    }
+  }
+  const uint32_t c = h.chunk_id < plan_->chunk_count() ? h.chunk_id : 0;
+  ChunkState& cs = chunks_[c];
+  const uint32_t slot = h.status == proto::Status::unknown_chunk && cs.op == kNone ? live_.front() : cs.op;
+  if (slot == kNone || (h.status != proto::Status::unknown_chunk && h.round != cs.round)) {
+    ++st_.stale;  // an answer to an older request
+    return;
+  }
+  Op& op = ops_[slot];
+  const std::string chunk = "chunk " + std::to_string(h.chunk_id) + " (key " + std::to_string(op.key) + ")";
+  switch (h.status) {
+    case proto::Status::round_stalled:
+      op.stall_rank = static_cast<int32_t>(h.aux);
+      break;
+    case proto::Status::not_initialized:
+      op.not_initialized_seen = true;
+      if (op.kind == OpKind::pull) {
+        for (uint32_t s = 0; s < plan_->segments(c); ++s) (void)tracker_.take_stale(plan_->first_segment(c) + s);
+      }
+      break;
+    case proto::Status::busy:
+    case proto::Status::ok:
+      break;
+    case proto::Status::round_ahead:
+    case proto::Status::round_behind:
+      fail_op(slot, Error{PHUB_ERR_ROUND_MISMATCH,
+                          chunk + ": the client is on round " + std::to_string(cs.round) + ", the server on round " +
+                              std::to_string(h.aux) + " (" + std::string(proto::status_name(h.status)) +
+                              "): the server kept the state of an earlier run of this job (restart it), or the "
+                              "workers did not run the same sequence of operations"});
+      break;
+    case proto::Status::unknown_chunk:
+      fail_op(slot, Error{PHUB_ERR_CHUNK_MAP, "the server's job has " + std::to_string(h.aux) +
+                                                  " chunks, the client computed " +
+                                                  std::to_string(plan_->chunk_count()) + ": " + where()});
+      break;
+    case proto::Status::bad_request:
+      fail_op(slot, bad_request_error(h));
+      break;
+  }
+}
+
+}  // namespace phub::client

@@ -1,0 +1,263 @@
+#!/usr/bin/python3
+"""Network-namespace test bed for phub clients: a real phub-server on af_packet, workers in namespaces.
+
+Topology (198.18.0.0/24 only; nothing is reachable from the root namespace):
+  <p>-srv   phub-server (DPDK af_packet on its "eth0"); the server's address 198.18.0.1 lives in DPDK
+  <p>-br    bridge "br0" joining "sv" (to the server) and "w<i>" (to worker i)
+  <p>-w<i>  worker i: "eth0" 198.18.0.<10+i>/24
+Links can be shaped with tbf (worker links both ways, the bridge -> server direction). Worker-side UDP
+segmentation offload is switched off: an af_packet server cannot take UDP GSO super-packets from a veth.
+Everything is removed by down(), also on failure, SIGINT or SIGTERM (use it as a context manager).
+Used by tests/system/client, tests/system/training and tools/bench/ddp.
+"""
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+
+SERVER_IP = "198.18.0.1"
+FAMILY = "pcl"  # every namespace made here starts with this
+
+
+def sh(*argv, check=True, capture=False, timeout=30):
+    r = subprocess.run(argv, timeout=timeout, text=True, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    if check and r.returncode != 0:
+        raise RuntimeError("command failed (%d): %s\n%s" % (r.returncode, " ".join(argv), r.stderr.strip()))
+    return r.stdout if capture else r.returncode
+
+
+def _interrupt(*_):
+    raise KeyboardInterrupt()
+
+
+def worker_ip(i):
+    return "198.18.0.%d" % (10 + i)
+
+
+def lua_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"%s"' % v.replace("\\", "\\\\").replace('"', '\\"')
+    if isinstance(v, dict):
+        return "{ " + ", ".join("%s = %s" % (k, lua_value(x)) for k, x in v.items()) + " }"
+    return "{ " + ", ".join(lua_value(x) for x in v) + " }"
+
+
+def job(id, name, workers, keys, port_base, mode="allreduce", reduce="sum", dtype="fp32", secret="", **extra):
+    """A job table; keys is a list of element counts or of (name, elems)."""
+    j = dict(id=id, name=name, mode=mode, reduce=reduce, dtype=dtype, workers=workers, port_base=port_base,
+             allowed_sources=["198.18.0.0/24"])
+    if secret:
+        j["secret"] = secret
+    j.update(extra)
+    j["keys"] = [dict(name=k[0], elems=k[1]) if isinstance(k, tuple) else dict(name="k%d" % i, elems=k)
+                 for i, k in enumerate(keys)]
+    return j
+
+
+class Net:
+    def __init__(self, workers, prefix=None, worker_mbit=None, server_mbit=None, queue_bytes=2 << 20,
+                 build_dir=None, lcores=2, memory_mb=512, mtu=1500, server_cpus="0,1", worker_cpus=None):
+        self.workers = workers
+        self.prefix = prefix or "%s%04x" % (FAMILY, os.getpid() & 0xFFFF)
+        self.worker_mbit, self.server_mbit, self.queue_bytes = worker_mbit, server_mbit, queue_bytes
+        self.build = build_dir or os.environ.get("PHUB_BUILD_DIR") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "build")
+        self.lcores, self.memory_mb, self.mtu = lcores, memory_mb, mtu
+        # CPU sets: the server's lcores float over server_cpus; worker processes are confined to worker_cpus
+        # (None: anywhere). Pinning them apart models a PS appliance on its own machine.
+        self.server_cpus, self.worker_cpus = server_cpus, worker_cpus
+        self.namespaces, self.procs = [], []
+        self.server = None
+        self.tmp = tempfile.mkdtemp(prefix=self.prefix + "-")
+        self.server_log = os.path.join(self.tmp, "server.log")
+
+    # -- names and programs --------------------------------------------------------------------
+    def ns_server(self):
+        return self.prefix + "-srv"
+
+    def ns_worker(self, i):
+        return "%s-w%d" % (self.prefix, i)
+
+    def exe(self, rel):
+        return os.path.abspath(os.path.join(self.build, rel))
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def __enter__(self):
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+
+    def _netns(self, name):
+        sh("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        sh("ip", "-n", name, "link", "set", "lo", "up")
+        sh("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+
+    def _shape(self, ns, dev, mbit):
+        burst = max(32 * 1024, int(mbit * 1e6 / 8 / 1000))  # at least 1 ms of data
+        sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "%dmbit" % mbit,
+           "burst", str(burst), "limit", str(self.queue_bytes + burst))
+
+    def up(self):
+        br = self.prefix + "-br"
+        self._netns(br)
+        sh("ip", "-n", br, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", br, "link", "set", "br0", "up")
+        self._netns(self.ns_server())
+        sh("ip", "-n", self.ns_server(), "link", "add", "eth0", "mtu", str(self.mtu), "type", "veth", "peer", "name",
+           "sv", "mtu", str(self.mtu), "netns", br)
+        sh("ip", "-n", self.ns_server(), "link", "set", "eth0", "up")
+        sh("ip", "-n", br, "link", "set", "sv", "master", "br0", "up")
+        if self.server_mbit:
+            self._shape(br, "sv", self.server_mbit)
+        for i in range(self.workers):
+            w = self.ns_worker(i)
+            self._netns(w)
+            sh("ip", "-n", w, "link", "add", "eth0", "mtu", str(self.mtu), "type", "veth", "peer", "name", "w%d" % i,
+               "mtu", str(self.mtu), "netns", br)
+            sh("ip", "-n", w, "addr", "add", worker_ip(i) + "/24", "dev", "eth0")
+            sh("ip", "-n", w, "link", "set", "eth0", "up")
+            sh("ip", "-n", br, "link", "set", "w%d" % i, "master", "br0", "up")
+            sh("ip", "netns", "exec", w, "ethtool", "-K", "eth0", "tx-udp-segmentation", "off", check=False)
+            if self.worker_mbit:
+                self._shape(w, "eth0", self.worker_mbit)
+                self._shape(br, "w%d" % i, self.worker_mbit)
+
+    def down(self):
+        """Kills every process started here or still inside a namespace, then deletes the namespaces."""
+        live = [p for p in self.procs if p.poll() is None]
+        for p in live:
+            p.kill()
+        deadline = time.time() + 5
+        while any(p.poll() is None for p in live) and time.time() < deadline:
+            time.sleep(0.05)
+        self.procs = []
+        while self.namespaces:
+            ns = self.namespaces.pop()
+            pids = (sh("ip", "netns", "pids", ns, check=False, capture=True) or "").split()
+            if pids:
+                subprocess.run(["kill", "-KILL"] + pids, stderr=subprocess.DEVNULL, check=False)
+            sh("ip", "netns", "del", ns, check=False)
+
+    # -- server ------------------------------------------------------------------------------------
+    def config_text(self, jobs, round_stall_ms=2000, polling=(200, 50)):
+        eal = ("--no-huge --no-pci -m %d --file-prefix %s --lcores (0-%d)@(%s) --log-level lib.eal:warning"
+               % (self.memory_mb, self.prefix, self.lcores, self.server_cpus))
+        cfg = dict(
+            eal_args=eal,
+            ports=[dict(name="p0", device=self.af_packet_device(), ipv4=SERVER_IP + "/24", mtu=self.mtu, rx_desc=1024,
+                        tx_desc=1024, steering="ring")],
+            lcores=[dict(id=i + 1, ports=["p0"]) for i in range(self.lcores)],
+            polling=dict(idle_polls_before_sleep=polling[0], idle_sleep_us=polling[1]),
+            jobs=jobs,
+            timeouts=dict(round_stall_ms=round_stall_ms, arp_refresh_ms=30000, drain_ms=500),
+            limits=dict(memory_bytes="%dMiB" % (self.memory_mb * 3 // 4), max_jobs=64, mbufs=8191, ring_entries=1024),
+            control=dict(socket_path=os.path.join(self.tmp, "ctl.sock"), stats_interval_ms=0),
+        )
+        return "-- generated by tests/system/client/phubnet.py\nreturn " + lua_value(cfg) + "\n"
+
+    def af_packet_device(self):
+        """af_packet devargs: one queue pair per lcore; frames (and blocks) big enough for the MTU."""
+        dev = "net_af_packet0,iface=eth0,qpairs=%d" % self.lcores
+        if self.mtu > 1500:
+            frame = (self.mtu + 14 + 128 + 1023) // 1024 * 1024  # frame + TPACKET header, 1 KiB multiple
+            dev += ",framesz=%d,blocksz=%d,framecnt=1024" % (frame, frame * 4)
+        return dev
+
+    def start_server(self, jobs, timeout_s=600, **kw):
+        path = os.path.join(self.tmp, "phub.lua")
+        with open(path, "w") as f:
+            f.write(self.config_text(jobs, **kw))
+        self.config_path = path
+        log = open(self.server_log, "w")
+        self.server = subprocess.Popen(["ip", "netns", "exec", self.ns_server(), "timeout", str(timeout_s),
+                                        self.exe("app/phub-server/phub-server"), "--config", path],
+                                       stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(self.server)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with open(self.server_log) as f:
+                if "phub: ready" in f.read():
+                    return self
+            if self.server.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError("phub-server did not become ready:\n" + open(self.server_log).read()[-3000:])
+
+    def stop_server(self):
+        """SIGINT, wait; returns the server's counters {'job NAME': {counter: n}, 'drops': {...}} and its log."""
+        if self.server is None:
+            return {}, ""
+        # `ip netns exec` and `timeout` forward nothing: signal the phub-server process itself.
+        for pid in (sh("ip", "netns", "pids", self.ns_server(), check=False, capture=True) or "").split():
+            try:
+                if "phub-server" in open("/proc/%s/cmdline" % pid).read():
+                    os.kill(int(pid), signal.SIGINT)
+            except (OSError, ValueError):
+                pass
+        try:
+            self.server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.server.kill()
+            self.server.wait()
+        self.server = None
+        text = open(self.server_log).read()
+        return parse_counters(text), text
+
+    # -- workers ---------------------------------------------------------------------------------------
+    def popen(self, i, argv, env=None, **kw):
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        pin = ["taskset", "-c", self.worker_cpus] if self.worker_cpus else []
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns_worker(i)] + pin + list(argv), env=full_env, text=True,
+                             **kw)
+        self.procs.append(p)
+        return p
+
+    def demo_workers(self, job_name, ranks, args, timeout_s=120, per_rank_args=None):
+        """Runs phub-demo-worker for each (worker namespace, rank) and returns [(returncode, summary dict, stderr)]."""
+        procs = []
+        for i, rank in enumerate(ranks):
+            extra = per_rank_args(rank) if per_rank_args else []
+            argv = ["timeout", str(timeout_s), self.exe("tools/phub-demo/phub-demo-worker"), "--config", self.config_path,
+                    "--job", job_name, "--rank", str(rank), "--server", SERVER_IP] + list(args) + list(extra)
+            procs.append(self.popen(i % self.workers, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        out = []
+        for p in procs:
+            so, se = p.communicate(timeout=timeout_s + 30)
+            out.append((p.returncode, parse_summary(so), se.strip()))
+        return out
+
+
+def parse_summary(text):
+    """The key=value fields of a phub-demo-worker summary line."""
+    for line in text.splitlines():
+        if line.startswith("phub-demo-worker "):
+            return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+    return {}
+
+
+def parse_counters(text):
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(job \S+|drops|lcore \d+|port \S+):\s*(.*)$", line)
+        if not m:
+            continue
+        words = m.group(2).split()
+        out[m.group(1)] = {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)
+                           if re.fullmatch(r"\d+", words[i + 1])}
+    return out

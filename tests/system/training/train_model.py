@@ -1,0 +1,33 @@
+"""The model, data and optimizer settings shared by the training test's workers and its driver."""
+import torch
+
+IN, HIDDEN, CLASSES = 64, 256, 10
+SAMPLES, BATCH = 8192, 32          # per-rank batch; every mode sees the same rows in the same order
+LR, MOMENTUM = 0.05, 0.9
+
+
+def make_model():
+    torch.manual_seed(0)  # every rank and every mode starts from the same weights
+    return torch.nn.Sequential(
+        torch.nn.Linear(IN, HIDDEN), torch.nn.ReLU(),
+        torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(),
+        torch.nn.Linear(HIDDEN, CLASSES))
+
+
+def dataset():
+    """A synthetic classification task: labels from a fixed random teacher network, plus label noise."""
+    g = torch.Generator().manual_seed(1234)
+    x = torch.randn(SAMPLES, IN, generator=g)
+    teacher = torch.randn(IN, CLASSES, generator=g)
+    y = (x @ teacher + 0.5 * torch.randn(SAMPLES, CLASSES, generator=g)).argmax(dim=1)
+    return x, y
+
+
+def batch(x, y, step, rank, world):
+    start = ((step * world + rank) * BATCH) % SAMPLES
+    return x[start:start + BATCH], y[start:start + BATCH]
+
+
+def key_list():
+    """(name, elements) of every trainable parameter: the phub job's keys."""
+    return [(name, p.numel()) for name, p in make_model().named_parameters() if p.requires_grad]

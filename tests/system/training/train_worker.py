@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""One rank of the training test: trains the shared model in several modes, one after the other, with the
+same initial weights and data order, and writes its per-step losses (and rank 0 its final parameters).
+
+Modes:
+  gloo          DDP on the gloo process group, no hook (PyTorch's own allreduce: sum of grad / W)
+  gloo-ordered  DDP with a gloo hook that all-gathers the gradients and sums them in rank order, then
+                multiplies by fp32(1 / W): the arithmetic of phub's deterministic mean, as a reference
+  phub          DDP with phub.torch.ddp_comm_hook on job PHUB_JOB_<W>_FAST (mean, arrival order)
+  phub-det      the same on the deterministic job PHUB_JOB_<W>_DET
+  phub-ps       no DDP: phub.torch.PSOptimizer on the ps job PHUB_JOB_<W>_PS (the server runs SGD+momentum)
+(each PHUB_JOB_* variable is "job_id:port_base")
+Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun names), PHUB_SERVER, PHUB_LCORES, ...
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_model as tm  # noqa: E402
+
+import phub  # noqa: E402
+import phub.torch  # noqa: E402
+
+
+def ordered_hook(state, bucket):
+    """Reference: all-gather, sum in rank order, times fp32(1 / W) (phub's deterministic mean)."""
+    t = bucket.buffer()
+    parts = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, t)
+    acc = parts[0].clone()
+    for p in parts[1:]:
+        acc += p
+    acc.mul_(torch.tensor(1.0 / dist.get_world_size(), dtype=torch.float32))
+    fut = torch.futures.Future()
+    fut.set_result(acc)
+    return fut
+
+
+def job_of(world, kind):
+    job, port_base = os.environ["PHUB_JOB_%d_%s" % (world, kind)].split(":")
+    return dict(job=int(job), port_base=int(port_base))
+
+
+def train(mode, steps, world, rank):
+    x, y = tm.dataset()
+    model = tm.make_model()
+    client = None
+    if mode == "phub-ps":
+        opt = phub.torch.PSOptimizer(model.parameters(), **job_of(world, "PS"))
+        client = opt.client
+        net = model
+    else:
+        net = torch.nn.parallel.DistributedDataParallel(model)
+        if mode == "gloo-ordered":
+            net.register_comm_hook(None, ordered_hook)
+        elif mode in ("phub", "phub-det"):
+            state = phub.torch.HookState(net, **job_of(world, "DET" if mode == "phub-det" else "FAST"))
+            net.register_comm_hook(state, phub.torch.ddp_comm_hook)
+            client = state.client
+        opt = torch.optim.SGD(model.parameters(), lr=tm.LR, momentum=tm.MOMENTUM)
+    losses = []
+    for step in range(steps):
+        xb, yb = tm.batch(x, y, step, rank, world)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(xb), yb)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    stats = client.stats() if client else {}
+    if client:
+        client.close()
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    return losses, flat, stats
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--modes", default="gloo,gloo-ordered,phub,phub-det,phub-ps")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--out", required=True, help="directory for results")
+    a = ap.parse_args()
+    torch.set_num_threads(1)  # deterministic CPU kernels, and no oversubscription of the two CPUs
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    timeout = datetime.timedelta(seconds=120)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timeout)
+    result = {}
+    for mode in a.modes.split(","):
+        dist.barrier()
+        start = datetime.datetime.now()
+        losses, flat, stats = train(mode, a.steps, world, rank)
+        seconds = (datetime.datetime.now() - start).total_seconds()
+        result[mode] = dict(losses=losses, seconds=seconds, retransmits=stats.get("retransmits", 0))
+        if rank == 0:
+            torch.save(flat, os.path.join(a.out, "params-w%d-%s.pt" % (world, mode)))
+    with open(os.path.join(a.out, "losses-w%d-r%d.json" % (world, rank)), "w") as f:
+        json.dump(result, f)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

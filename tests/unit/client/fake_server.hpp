@@ -1,0 +1,84 @@
+// A minimal phub server on loopback for the client's unit tests: it sums the pushes of every rank per
+// (chunk, segment, round) with lib/proto's wire format, answers rerequests, and misbehaves on request.
+// It models the protocol's answers, not the real server's data plane (tests/system covers that).
+#pragma once
+
+#include <netinet/in.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "phub/proto/auth.hpp"
+#include "phub/proto/header.hpp"
+#include "phub/proto/layout.hpp"
+
+namespace phub::client::test {
+
+struct FakeServerOptions {
+  uint16_t lcores = 2;
+  uint16_t workers = 2;
+  uint32_t job_id = 7;
+  std::string secret;
+  std::vector<uint64_t> keys;
+  uint32_t chunk_bytes = 32768;
+  bool mean = false;
+  // Misbehaviour.
+  uint32_t drop_every = 0;                  // drop every n-th packet received (0: none)
+  bool duplicate_results = false;           // send every result twice
+  std::optional<proto::Status> error_status;  // answer every push with this error instead
+  uint32_t error_aux = 0;
+  bool wrong_tag = false;                   // sign with another key
+  bool mute = false;                        // never answer
+  bool flag_mean = false;                   // set the mean flag on results regardless of `mean`
+};
+
+class FakeServer {
+ public:
+  explicit FakeServer(FakeServerOptions o);
+  ~FakeServer();
+  FakeServer(const FakeServer&) = delete;
+  FakeServer& operator=(const FakeServer&) = delete;
+
+  [[nodiscard]] uint16_t port_base() const noexcept { return port_base_; }
+  [[nodiscard]] uint64_t pushes() const noexcept { return pushes_.load(); }
+  [[nodiscard]] uint64_t first_pushes() const noexcept { return first_pushes_.load(); }  // without the retransmit flag
+  [[nodiscard]] uint64_t retransmit_flags() const noexcept { return retransmit_flags_.load(); }
+  [[nodiscard]] uint64_t rerequests() const noexcept { return rerequests_.load(); }
+  [[nodiscard]] uint64_t leaves() const noexcept { return leaves_.load(); }
+
+ private:
+  struct Segment {
+    uint32_t round = 0;
+    uint64_t contributed = 0;  // bit per rank
+    std::vector<float> acc;
+    std::vector<float> prev;   // result of round - 1
+    bool has_prev = false;
+  };
+
+  void loop();
+  void handle(int fd, uint16_t owner, const std::byte* data, size_t len, const sockaddr_in& from);
+  void send(int fd, const sockaddr_in& to, proto::Header h, const std::vector<float>* payload, uint32_t off, uint32_t n);
+  void send_result(int fd, uint16_t rank, uint32_t chunk, uint32_t round, uint32_t seg, const std::vector<float>& r);
+
+  FakeServerOptions o_;
+  proto::Layout layout_;
+  proto::AuthKey key_{};
+  uint16_t port_base_ = 0;
+  std::vector<int> fds_;
+  std::map<std::pair<uint32_t, uint32_t>, Segment> segs_;  // (chunk, segment)
+  std::vector<sockaddr_in> peers_;
+  std::vector<bool> peer_known_;
+  uint64_t received_ = 0;
+  uint32_t seq_ = 0;
+  std::atomic<uint64_t> pushes_{0}, first_pushes_{0}, retransmit_flags_{0}, rerequests_{0}, leaves_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace phub::client::test
