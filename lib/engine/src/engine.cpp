@@ -306,6 +306,8 @@ Totals Engine::totals() const {
     t.lcores.results_copied += c.results_copied;
     t.lcores.idle_sleeps += c.idle_sleeps;
     t.lcores.loops += c.loops;
+    t.lcores.busy_tsc += c.busy_tsc;
+    t.lcores.total_tsc += c.total_tsc;
     for (size_t d = 0; d < kDropCount; ++d) t.lcores.drops[d] += c.drops[d];
     for (size_t d = 0; d < proto::kParseErrorCount; ++d) t.lcores.malformed[d] += c.malformed[d];
   }
@@ -343,7 +345,8 @@ std::string Engine::format_counters() const {
     o << "lcore " << l->resources().lcore_id << ": rx_packets " << c.rx_packets << " rx_bytes " << c.rx_bytes
       << " tx_packets " << c.tx_packets << " tx_bytes " << c.tx_bytes << " redirected_out " << c.redirected_out
       << " redirected_in " << c.redirected_in << " arp_replies " << c.arp_replies << " icmp_replies "
-      << c.icmp_replies << " results_copied " << c.results_copied << " idle_sleeps " << c.idle_sleeps << "\n";
+      << c.icmp_replies << " results_copied " << c.results_copied << " idle_sleeps " << c.idle_sleeps
+      << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0) << "\n";
   }
   for (size_t j = 0; j < t.jobs.size(); ++j) {
     const JobCounters& c = t.jobs[j];

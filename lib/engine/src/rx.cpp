@@ -155,7 +155,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     return drop(Drop::source_not_allowed);
   }
   LcoreJob& lj = *s.lcore_jobs[r_.index][job_index];
-  const uint64_t now = rte_rdtsc();
+  const uint64_t now = now_tsc_;
   if (!lj.admit_packet(now, s.tsc_hz)) return drop(Drop::rate_limited);
   if ((rx.hdr.flags & proto::flag::retransmit) != 0) ++lj.counters.retransmits_seen;
 

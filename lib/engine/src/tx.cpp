@@ -1,5 +1,6 @@
 // Transmit path: result segments as a header mbuf chained to the result buffer (zero-copy, refcounted),
 // or copied where the port cannot chain; error replies; round completion.
+#include <algorithm>
 #include <cstring>
 
 #include "phub/engine/lcore.hpp"
@@ -15,11 +16,15 @@ rte_mbuf* Lcore::start_message(const JobPlan& plan, const Peer& peer, const prot
     count_drop(Drop::no_mbuf);
     return nullptr;
   }
+  return write_message(m, plan, peer, h) ? m : nullptr;
+}
+
+bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept {
   auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kFrameHeadersBytes));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
     count_drop(Drop::no_mbuf);
-    return nullptr;
+    return false;
   }
   const PortInfo& pi = snap_->ports[peer.port];
   proto::FlowAddrs a;
@@ -34,63 +39,112 @@ rte_mbuf* Lcore::start_message(const JobPlan& plan, const Peer& peer, const prot
   auto wire = std::span<std::byte, proto::kHeaderBytes>(p + kL234, proto::kHeaderBytes);
   proto::write_header(h, wire);
   if (plan.authenticated) proto::sign_header(plan.key, wire);
-  return m;
+  return true;
 }
 
-void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
-                         uint16_t rank) noexcept {
-  const Peer& peer = lj.peer(rank);
-  if (!peer.known) return;
-  const JobMath& m = plan.math;
-  const uint32_t off = segment_offset(m, seg);
-  const uint32_t n = segment_elems(m, c, seg);
-  const size_t off_bytes = static_cast<size_t>(off) * dtype_bytes(m.out_dtype);
-  const auto bytes = static_cast<uint16_t>(n * dtype_bytes(m.out_dtype));
+namespace {
 
+proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round, uint32_t seg, uint16_t rank) {
+  const JobMath& m = plan.math;
+  const uint32_t n = segment_elems(m, c, seg);
   proto::Header h;
   h.opcode = proto::Opcode::result;
   h.flags = m.mean && !m.ps ? proto::flag::mean : 0;
   h.dtype = m.out_dtype;
   h.job_id = plan.cfg.id;
   h.rank = rank;
-  h.payload_bytes = bytes;
+  h.payload_bytes = static_cast<uint16_t>(n * dtype_bytes(m.out_dtype));
   h.round = round;
   h.chunk_id = c.id;
-  h.elem_offset = off;
+  h.elem_offset = segment_offset(m, seg);
   h.elem_count = static_cast<uint16_t>(n);
-  h.seq = seq_++;
-  rte_mbuf* hdr = start_message(plan, peer, h);
-  if (hdr == nullptr) return;
+  return h;
+}
 
-  if (snap_->ports[peer.port].zero_copy_tx) {
-    rte_mbuf* ext = rte_pktmbuf_alloc(r_.ext_pool);
-    if (ext == nullptr) {
-      rte_pktmbuf_free(hdr);
-      return count_drop(Drop::no_mbuf);
-    }
+}  // namespace
+
+// Fill `hdr` (a fresh header mbuf) with the result segment for `rank` and chain `ext` (a fresh mbuf of the
+// data-room-0 pool) to the result buffer, or copy the payload into `hdr` when `ext` is null.
+bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
+                        uint32_t seg, uint16_t rank, const Peer& peer) noexcept {
+  proto::Header h = result_header(plan, c, round, seg, rank);
+  h.seq = seq_++;
+  const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
+  if (!write_message(hdr, plan, peer, h)) {
+    if (ext != nullptr) rte_pktmbuf_free(ext);
+    return false;
+  }
+  if (ext != nullptr) {
     ResultBuf* b = LcoreJob::buf(c, buf);
     rte_mbuf_ext_refcnt_update(&b->shinfo, 1);
-    rte_pktmbuf_attach_extbuf(ext, b->data + off_bytes, b->data_iova + off_bytes, bytes, &b->shinfo);
-    ext->data_len = bytes;
-    ext->pkt_len = bytes;
+    rte_pktmbuf_attach_extbuf(ext, b->data + off_bytes, b->data_iova + off_bytes, h.payload_bytes, &b->shinfo);
+    ext->data_len = h.payload_bytes;
+    ext->pkt_len = h.payload_bytes;
     hdr->next = ext;
     hdr->nb_segs = 2;
-    hdr->pkt_len += bytes;
-  } else {
-    auto* dst = rte_pktmbuf_append(hdr, bytes);
-    if (dst == nullptr) {
-      rte_pktmbuf_free(hdr);
-      return count_drop(Drop::no_mbuf);
-    }
-    std::memcpy(dst, c.out[buf] + off_bytes, bytes);
-    ++counters_.results_copied;
+    hdr->pkt_len += h.payload_bytes;
+    return true;
   }
+  auto* dst = rte_pktmbuf_append(hdr, h.payload_bytes);
+  if (dst == nullptr) {
+    rte_pktmbuf_free(hdr);
+    count_drop(Drop::no_mbuf);
+    return false;
+  }
+  std::memcpy(dst, c.out[buf] + off_bytes, h.payload_bytes);
+  ++counters_.results_copied;
+  return true;
+}
+
+void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+                         uint16_t rank) noexcept {
+  const Peer& peer = lj.peer(rank);
+  if (!peer.known) return;
+  const bool chain = snap_->ports[peer.port].zero_copy_tx;
+  rte_mbuf* hdr = rte_pktmbuf_alloc(chain ? r_.hdr_pool : r_.copy_pool);
+  rte_mbuf* ext = chain ? rte_pktmbuf_alloc(r_.ext_pool) : nullptr;
+  if (hdr == nullptr || (chain && ext == nullptr)) {
+    rte_pktmbuf_free(hdr);
+    rte_pktmbuf_free(ext);
+    return count_drop(Drop::no_mbuf);
+  }
+  if (!fill_result(hdr, ext, plan, c, buf, round, seg, rank, peer)) return;
   ++lj.counters.results_sent;
   tx_[peer.port].add(hdr, counters_);
 }
 
 void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept {
-  for (uint16_t rank = 0; rank < plan.math.workers; ++rank) send_segment(plan, lj, c, c.cur, c.round, seg, rank);
+  // The common case, every worker on zero-copy ports: take all the mbufs in two bulk allocations.
+  constexpr uint16_t kBatch = 64;
+  rte_mbuf* hdrs[kBatch];
+  rte_mbuf* exts[kBatch];
+  uint16_t ranks[kBatch];
+  for (uint16_t first = 0; first < plan.math.workers; first += kBatch) {
+    const uint16_t last = static_cast<uint16_t>(std::min<uint32_t>(plan.math.workers, first + kBatch));
+    uint16_t n = 0;
+    bool all_chain = true;
+    for (uint16_t rank = first; rank < last; ++rank) {
+      const Peer& peer = lj.peer(rank);
+      if (!peer.known) continue;
+      all_chain = all_chain && snap_->ports[peer.port].zero_copy_tx;
+      ranks[n++] = rank;
+    }
+    if (!all_chain || rte_pktmbuf_alloc_bulk(r_.hdr_pool, hdrs, n) != 0) {
+      for (uint16_t i = 0; i < n; ++i) send_segment(plan, lj, c, c.cur, c.round, seg, ranks[i]);
+      continue;
+    }
+    if (rte_pktmbuf_alloc_bulk(r_.ext_pool, exts, n) != 0) {
+      for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(hdrs[i]);
+      count_drop(Drop::no_mbuf);
+      continue;
+    }
+    for (uint16_t i = 0; i < n; ++i) {
+      const Peer& peer = lj.peer(ranks[i]);
+      if (!fill_result(hdrs[i], exts[i], plan, c, c.cur, c.round, seg, ranks[i], peer)) continue;
+      ++lj.counters.results_sent;
+      tx_[peer.port].add(hdrs[i], counters_);
+    }
+  }
 }
 
 namespace {

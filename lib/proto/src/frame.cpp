@@ -1,6 +1,7 @@
 // Ethernet / IPv4 / UDP parsing and building, bounds-checked against the real frame length.
 #include "phub/proto/frame.hpp"
 
+#include <bit>
 #include <cstring>
 
 #include "phub/base/bytes.hpp"
@@ -8,10 +9,37 @@
 namespace phub::proto {
 
 uint16_t inet_checksum(std::span<const std::byte> data, uint32_t initial_sum) noexcept {
-  uint64_t sum = initial_sum;
-  size_t i = 0;
-  for (; i + 1 < data.size(); i += 2) sum += load_be<uint16_t>(data.data() + i);
-  if (i < data.size()) sum += static_cast<uint16_t>(static_cast<uint8_t>(data[i]) << 8);
+  // One's-complement sums do not depend on byte order (RFC 1071, 2B): add host-order 32-bit pieces into a
+  // 64-bit accumulator, fold, and swap the 16-bit result into network order once at the end.
+  const std::byte* p = data.data();
+  size_t n = data.size();
+  uint64_t acc = 0;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    acc += (w & 0xffffffffu) + (w >> 32);
+  }
+  if (n >= 4) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    acc += w;
+    p += 4;
+    n -= 4;
+  }
+  if (n >= 2) {
+    uint16_t w;
+    std::memcpy(&w, p, 2);
+    acc += w;
+    p += 2;
+    n -= 2;
+  }
+  if (n != 0) {  // a trailing byte is the high-order byte of a network-order word
+    const auto b = static_cast<uint8_t>(*p);
+    acc += std::endian::native == std::endian::little ? b : static_cast<uint32_t>(b) << 8;
+  }
+  while ((acc >> 16) != 0) acc = (acc & 0xffff) + (acc >> 16);
+  uint64_t sum = host_to_be(static_cast<uint16_t>(acc));
+  sum += initial_sum;
   while ((sum >> 16) != 0) sum = (sum & 0xffff) + (sum >> 16);
   return static_cast<uint16_t>(~sum & 0xffff);
 }

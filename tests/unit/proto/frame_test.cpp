@@ -123,3 +123,36 @@ TEST(Frame, InternetChecksumMatchesRfc1071Example) {
 
 }  // namespace
 }  // namespace phub::proto
+
+namespace phub::proto {
+namespace {
+
+// A byte-at-a-time reference of RFC 1071 for the fast implementation.
+uint16_t reference_checksum(std::span<const std::byte> d, uint32_t initial) {
+  uint64_t sum = initial;
+  for (size_t i = 0; i < d.size(); i += 2) {
+    const uint32_t hi = static_cast<uint8_t>(d[i]);
+    const uint32_t lo = i + 1 < d.size() ? static_cast<uint8_t>(d[i + 1]) : 0;
+    sum += (hi << 8) | lo;
+  }
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum & 0xffff);
+}
+
+TEST(Frame, InternetChecksumMatchesAReferenceForEveryLengthAndOffset) {
+  std::vector<std::byte> buf(200);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<std::byte>((i * 97 + 13) & 0xff);
+  for (size_t off = 0; off < 8; ++off) {
+    for (size_t len = 0; off + len <= buf.size(); ++len) {
+      const auto d = std::span<const std::byte>(buf).subspan(off, len);
+      for (uint32_t initial : {0u, 0x1234u, 0x5ffffu}) {
+        ASSERT_EQ(inet_checksum(d, initial), reference_checksum(d, initial)) << off << "+" << len;
+      }
+    }
+  }
+  std::vector<std::byte> ones(64, std::byte{0xff});
+  EXPECT_EQ(inet_checksum(ones), reference_checksum(ones, 0));
+}
+
+}  // namespace
+}  // namespace phub::proto

@@ -72,12 +72,17 @@ class Lcore {
 
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
   rte_mbuf* start_message(const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept;
+  // The same into a given mbuf (freed on failure).
+  bool write_message(rte_mbuf* m, const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept;
+  bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
+                   uint32_t seg, uint16_t rank, const Peer& peer) noexcept;
   void count_drop(Drop d) noexcept { ++counters_.drops[static_cast<size_t>(d)]; }
 
   LcoreResources r_;
   LcoreCounters counters_;
   std::vector<TxBuffer> tx_;  // per port
   const Snapshot* snap_ = nullptr;
+  uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
   uint32_t seq_ = 0;
 };
 
