@@ -54,7 +54,7 @@ agg::OptimizerParams map_optimizer(const config::Optimizer& o) {
 
 std::string usage() {
   return "usage: phub-demo-worker --job NAME|ID --rank R (--rounds N | --seconds S) [--config FILE]\n"
-         "  [--server IP[,IP]] [--secret S] [--timeout-ms N] [--window PACKETS] [--rto-min-us N] [--bind IP] [--sync]\n"
+         "  [--server IP[,IP]] [--secret S] [--timeout-ms N] [--window PACKETS] [--delay-target-us N] [--rto-min-us N] [--bind IP] [--sync]\n"
          "  [--drop-ppm N] [--rx-drop-ppm N] [--dup-ppm N] [--reorder-ppm N] [--seed N] [--no-gso] [--no-gro] [--crc]\n"
          "Plays one rank of a job of the phub config (default: the embedded config/phub.lua), verifies every\n"
          "result element against values computed independently, and prints one summary line.\n"
@@ -67,7 +67,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
   const std::pair<std::string_view, Target> flags[] = {
       {"--config", &a.config_path}, {"--job", &a.job}, {"--server", &a.server}, {"--secret", &a.secret},
       {"--bind", &a.bind}, {"--seconds", &a.seconds}, {"--rank", &a.rank}, {"--rounds", &a.rounds},
-      {"--timeout-ms", &a.timeout_ms}, {"--window", &a.window}, {"--rto-min-us", &a.rto_min_us},
+      {"--timeout-ms", &a.timeout_ms}, {"--window", &a.window}, {"--delay-target-us", &a.delay_target_us}, {"--rto-min-us", &a.rto_min_us},
       {"--drop-ppm", &a.drop_ppm}, {"--rx-drop-ppm", &a.rx_drop_ppm}, {"--dup-ppm", &a.dup_ppm},
       {"--reorder-ppm", &a.reorder_ppm}, {"--seed", &a.seed}, {"--no-gso", &a.no_gso}, {"--no-gro", &a.no_gro},
       {"--crc", &a.crc}, {"--sync", &a.sync},
@@ -131,6 +131,7 @@ phub_config client_config(const DemoJob& j, const Args& a) {
   c.round_modulus = j.job.round_modulus;
   c.timeout_ms = a.timeout_ms;
   if (a.window != 0) c.window_packets = a.window;
+  if (a.delay_target_us >= 0) c.delay_target_us = static_cast<uint32_t>(a.delay_target_us);
   if (a.rto_min_us != 0) {
     c.rto_min_us = a.rto_min_us;
     c.rto_initial_us = std::max(c.rto_initial_us, a.rto_min_us);

@@ -23,6 +23,7 @@ struct Args {
   double seconds = 0;
   uint32_t timeout_ms = 10000;
   uint32_t window = 0;
+  int delay_target_us = -1;  // -1: the library's default
   uint32_t rto_min_us = 0;  // 0: the library's default
   uint32_t drop_ppm = 0, rx_drop_ppm = 0, dup_ppm = 0, reorder_ppm = 0;
   uint64_t seed = 0;

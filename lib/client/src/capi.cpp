@@ -80,6 +80,7 @@ phub::client::Result<phub::client::Options> to_options(const phub_config* cfg) {
   o.rto_min_us = cfg->rto_min_us;
   o.rto_max_us = cfg->rto_max_us;
   o.window_packets = cfg->window_packets;
+  o.delay_target_us = cfg->delay_target_us;
   if (cfg->bind_address != nullptr && cfg->bind_address[0] != '\0') {
     auto ip = phub::client::parse_ipv4(cfg->bind_address);
     if (!ip) return fail(PHUB_ERR_INVALID_ARGUMENT, "config.bind_address: " + ip.error().message);
@@ -145,6 +146,7 @@ void phub_config_init(phub_config* cfg) {
   cfg->rto_min_us = d.rto_min_us;
   cfg->rto_max_us = d.rto_max_us;
   cfg->window_packets = d.window_packets;
+  cfg->delay_target_us = d.delay_target_us;
   cfg->socket_buffer_bytes = d.socket_buffer_bytes;
 }
 

@@ -8,11 +8,26 @@
 #include <cstring>
 
 #include "phub/client/clock.hpp"
+#include "phub/proto/frame.hpp"
 
 namespace phub::client {
 
+namespace {
+
+// The first window, in packets of the MTU: like a TCP sender's initial burst, a few dozen packets.
+constexpr uint64_t kInitialWindowPackets = 64;
+
+uint64_t packet_payload_bytes(const Options& o) noexcept {
+  return uint64_t{proto::segment_elems(o.mtu, o.dtype)} * dtype_bytes(o.dtype);
+}
+
+}  // namespace
+
 Client::Client(const Options& o)
-    : opt_(o), window_(o.window_packets, kMinWindowPackets), rto_(o.rto_initial_us, o.rto_min_us, o.rto_max_us) {}
+    : opt_(o),
+      window_(o.window_packets * packet_payload_bytes(o), kMinWindowPackets * packet_payload_bytes(o),
+              kInitialWindowPackets * packet_payload_bytes(o)),
+      rto_(o.rto_initial_us, o.rto_min_us, o.rto_max_us) {}
 
 Result<std::unique_ptr<Client>> Client::connect(const Options& o) {
   if (auto v = validate(o); !v) return unexpected(v.error());
@@ -55,9 +70,19 @@ Result<uint32_t> Client::finalize() {
   plan_ = std::move(*p);
   chunks_.assign(plan_->chunk_count(), ChunkState{});
   tracker_.resize(plan_->total_segments());
+  lanes_.resize(owner_count(opt_), plan_->chunk_count());
   uint32_t max_segments = 0;
-  for (const auto& c : plan_->layout().chunks()) max_segments = std::max(max_segments, c.segments);
-  window_.set_chunk_packets(max_segments);
+  uint64_t max_chunk_bytes = 0;
+  for (const auto& c : plan_->layout().chunks()) {
+    max_segments = std::max(max_segments, c.segments);
+    max_chunk_bytes = std::max<uint64_t>(max_chunk_bytes, uint64_t{c.elems} * plan_->elem_bytes());
+  }
+  // The floor is two chunks (a chunk always fits when nothing is in flight); growth is one chunk per window.
+  const uint64_t packet_bytes = packet_payload_bytes(opt_);
+  window_.reset(std::max<uint64_t>(opt_.window_packets * packet_bytes, 2 * max_chunk_bytes), 2 * max_chunk_bytes,
+                kInitialWindowPackets * packet_bytes);
+  window_.set_step(max_chunk_bytes);
+  window_.set_delay_target(uint64_t{opt_.delay_target_us} * 1000);
   queue_cap_ = std::max<size_t>(queue_cap_, max_segments + 64);
   headers_.resize(queue_cap_);
   queue_.reserve(queue_cap_);
@@ -200,11 +225,12 @@ phub_stats Client::stats() const noexcept {
   s.send_batches = t.send_batches;
   s.recv_batches = t.recv_batches;
   s.gro_coalesced = t.gro_coalesced;
-  s.window_packets = window_.cwnd();
+  s.window_packets = static_cast<uint32_t>(window_.cwnd() / std::max<uint64_t>(packet_payload_bytes(opt_), 1));
   s.srtt_us = static_cast<uint32_t>(rto_.srtt_ns() / 1000);
   s.rto_us = static_cast<uint32_t>(rto_.rto_ns() / 1000);
   s.gso = transport_->gso() ? 1 : 0;
   s.gro = transport_->gro() ? 1 : 0;
+  s.reorder_window_us = static_cast<uint32_t>(reorder_window_ns() / 1000);
   return s;
 }
 

@@ -71,6 +71,7 @@ Expected<void, Error> validate(const Options& o) {
   if (o.window_packets < kMinWindowPackets || o.window_packets > 65536) {
     return bad("window_packets", "must be " + std::to_string(kMinWindowPackets) + "..65536");
   }
+  if (o.delay_target_us > 1000000) return bad("delay_target_us", "must be 0..1000000 (0: loss-based window)");
   if (o.socket_buffer_bytes < 65536) return bad("socket_buffer_bytes", "must be at least 64 KiB");
   const Faults& f = o.faults;
   for (uint32_t ppm : {f.drop_tx_ppm, f.drop_rx_ppm, f.dup_tx_ppm, f.reorder_tx_ppm}) {

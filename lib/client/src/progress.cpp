@@ -1,5 +1,5 @@
 // The client's progress engine: starting chunks within the window, building and sending packets,
-// retransmit timers with backoff, deadlines, and the bookkeeping of finished or failed requests.
+// deadlines, and the bookkeeping of finished or failed requests (loss recovery: recovery.cpp).
 #include <algorithm>
 
 #include "phub/client/client.hpp"
@@ -9,17 +9,15 @@
 namespace phub::client {
 namespace {
 
-constexpr uint32_t kWholeChunk = UINT32_MAX;  // a request (rerequest, pull) for every segment of a chunk
 constexpr int kReceiveBatchesPerPump = 16;
-constexpr uint64_t kGsoProbeTimeouts = 3;
-constexpr uint32_t kGapSegments = 3;  // results past a missing segment that trigger an early retransmit
-
-uint32_t next_round(uint32_t r, uint32_t modulus) noexcept { return modulus == 0 ? r + 1 : (r + 1) % modulus; }
 
 }  // namespace
 
 void Client::pump(uint64_t now) {
   receive_all(now);
+  if (plan_) {
+    for (uint32_t l = 0; l < lanes_.size(); ++l) detect_losses(l, now);
+  }
   service_timers(now);
   start_chunks(now);
   flush();
@@ -67,11 +65,18 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
     }
   }
   h.seq = seq_++;
+  ++marks_;
   const size_t i = queue_.size();
   auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
   proto::write_header(h, wire);
   if (authenticated_) proto::sign_header(auth_, wire);
   queue_.push_back(OutPacket{plan_->endpoint(chunk), headers_[i].data(), payload, bytes});
+}
+
+bool Client::make_room(size_t packets) {
+  if (queue_room(packets)) return true;
+  flush();
+  return queue_room(packets);
 }
 
 void Client::send_control(proto::Opcode opc) {
@@ -126,13 +131,8 @@ void Client::start_chunks(uint64_t now) {
     while (!op.done && op.next_chunk < op.end_chunk) {
       const uint32_t c = op.next_chunk;
       if (chunks_[c].op != kNone) return;  // an earlier request still uses this chunk: keep the order
-      const uint32_t segs = plan_->segments(c);
-      if (!window_.may_send(segs)) return;
-      const size_t packets = op.kind == OpKind::pull ? 1 : segs;
-      if (!queue_room(packets)) {
-        flush();
-        if (!queue_room(packets)) return;
-      }
+      if (!window_.may_send(uint64_t{plan_->layout().chunk(c).elems} * plan_->elem_bytes())) return;
+      if (!make_room(op.kind == OpKind::pull ? 1 : plan_->segments(c))) return;
       start_chunk(slot, c, now);
       ++op.next_chunk;
     }
@@ -147,16 +147,15 @@ void Client::start_chunk(uint32_t slot, uint32_t c, uint64_t now) {
   const uint64_t first = plan_->first_segment(c);
   cs.op = slot;
   cs.missing = segs;
-  cs.attempts = 0;
-  cs.highest = 0;
-  cs.fast_done = false;
-  cs.sent_ns = now;
-  cs.timer_ns = now + rto_.rto_ns();
-  cs.send_mark = window_.send_mark();
-  cs.inflight_at = static_cast<uint32_t>(inflight_.size());
-  inflight_.push_back(c);
+  cs.missing_bytes = uint64_t{plan_->layout().chunk(c).elems} * plan_->elem_bytes();
+  cs.resent = false;
+  cs.early_resent = false;
+  cs.first_ns = now;
   tracker_.clear(first, segs);
-  window_.on_send(segs);
+  window_.on_send(cs.missing_bytes);
+  Lanes::Lane& lane = lanes_.lane(lane_of(c));
+  if (lane.count == 0) lane.timer_ns = now + rto_.rto_ns();  // the lane's timer runs while it has chunks
+  const uint64_t mark = marks_;
   switch (op.kind) {
     case OpKind::allreduce:
     case OpKind::step:
@@ -173,110 +172,26 @@ void Client::start_chunk(uint32_t slot, uint32_t c, uint64_t now) {
       for (uint32_t s = 0; s < segs; ++s) tracker_.add_stale(first + s);
       break;
   }
+  lanes_.push_back(lane_of(c), c);
+  transmitted(c, now, mark);
 }
 
-void Client::service_timers(uint64_t now) {
-  for (size_t i = 0; i < inflight_.size(); ++i) {
-    const uint32_t c = inflight_[i];
-    if (chunks_[c].timer_ns > now) continue;
-    if (!queue_room(plan_->segments(c))) {
-      flush();
-      if (!queue_room(plan_->segments(c))) return;
-    }
-    resend(c, now);
-  }
-}
-
-void Client::resend_missing(uint32_t c, proto::Opcode opc, bool payload, bool stale, uint32_t below) {
+void Client::transmitted(uint32_t c, uint64_t now, uint64_t first_mark) {
   ChunkState& cs = chunks_[c];
-  window_.on_timeout(cs.send_mark);  // a loss is likely: slow down
-  cs.send_mark = window_.send_mark();
-  const uint64_t first = plan_->first_segment(c);
-  for (uint32_t s = 0; s < below; ++s) {
-    if (tracker_.has(first + s)) continue;
-    enqueue(opc, c, cs.round, s, payload, true, ops_[cs.op].src);
-    if (stale) tracker_.add_stale(first + s);
-    ++st_.retransmits;
-  }
-}
-
-void Client::resend(uint32_t c, uint64_t now) {
-  ChunkState& cs = chunks_[c];
-  const Op& op = ops_[cs.op];
-  ++cs.attempts;
-  ++st_.timeouts;
-  cs.fast_done = false;
-  if (transport_->gso() && st_.payload_bytes_received == 0 && st_.timeouts >= kGsoProbeTimeouts) {
-    // Not one result yet: the path may not take GSO batches (an af_packet server behind a veth sees them
-    // unsegmented and drops them as malformed). Fall back to one datagram per packet.
-    transport_->disable_gso();
-  }
-  cs.timer_ns = now + rto_.backoff_ns(cs.attempts);
-  const uint32_t segs = plan_->segments(c);
-  switch (op.kind) {
-    case OpKind::allreduce:
-    case OpKind::step: {
-      // The first expiry sends a header-only rerequest: it fetches results that were lost, and costs
-      // nothing when the chunk is merely late (another rank is slow, or this host is busy; losses inside
-      // a chunk are repaired earlier by fast_resend). Later expiries send the missing pushes again (the
-      // server answers a duplicate of a complete segment with its result); when the server reports
-      // another rank missing, only every fourth expiry does.
-      const bool other_missing = op.stall_rank >= 0 && op.stall_rank != opt_.rank;
-      const bool push = other_missing ? cs.attempts % 4 == 0 : cs.attempts >= 2;
-      if (push) {
-        resend_missing(c, proto::Opcode::push, true, false, segs);
-      } else {
-        enqueue(proto::Opcode::rerequest, c, cs.round, kWholeChunk, false, true, nullptr);
-        ++st_.rerequests;
-      }
-      break;
-    }
-    case OpKind::init_send:
-      resend_missing(c, proto::Opcode::init, true, true, segs);
-      break;
-    case OpKind::pull:
-      if (cs.missing == segs) {
-        enqueue(proto::Opcode::pull, c, cs.round, kWholeChunk, false, true, nullptr);
-        const uint64_t first = plan_->first_segment(c);
-        for (uint32_t s = 0; s < segs; ++s) tracker_.add_stale(first + s);
-        ++st_.retransmits;
-      } else {
-        resend_missing(c, proto::Opcode::pull, false, true, segs);
-      }
-      break;
-  }
-}
-
-void Client::fast_resend(uint32_t c) {
-  // Results arrive in segment order unless something was lost: three results past a missing segment mean
-  // a lost push or result. Resend the pushes below the highest result now instead of at the timer.
-  ChunkState& cs = chunks_[c];
-  if (cs.fast_done || cs.op == kNone || !advances_round(ops_[cs.op].kind)) return;
-  const uint32_t received = plan_->segments(c) - cs.missing;
-  if (received >= cs.highest + 1) return;  // no gap below the highest result
-  const uint64_t first = plan_->first_segment(c);
-  uint32_t lowest_missing = 0;
-  while (tracker_.has(first + lowest_missing)) ++lowest_missing;
-  if (cs.highest < lowest_missing + kGapSegments || !queue_room(cs.highest)) return;
-  cs.fast_done = true;
-  ++st_.fast_retransmits;
-  resend_missing(c, proto::Opcode::push, true, false, cs.highest);
+  cs.xmit_ns = now;
+  cs.xmit_mark = first_mark;
+  cs.window_mark = window_.send_mark();
 }
 
 void Client::detach_chunk(uint32_t c) {
-  ChunkState& cs = chunks_[c];
-  const uint32_t at = cs.inflight_at;
-  const uint32_t last = inflight_.back();
-  inflight_[at] = last;
-  chunks_[last].inflight_at = at;
-  inflight_.pop_back();
-  cs.op = kNone;
+  if (lanes_.linked(c)) lanes_.remove(c);
+  chunks_[c].op = kNone;
 }
 
 void Client::chunk_done(uint32_t c, uint64_t now) {
   ChunkState& cs = chunks_[c];
   const uint32_t slot = cs.op;
-  if (cs.attempts == 0) rto_.sample(now - cs.sent_ns);  // Karn: never from a chunk whose timer expired
+  if (!cs.resent) rto_.sample(now - cs.first_ns);  // Karn: never from a chunk sent (or asked for) again
   detach_chunk(c);
   if (advances_round(ops_[slot].kind)) {
     cs.round = next_round(cs.round, opt_.round_modulus);
@@ -296,7 +211,7 @@ void Client::fail_op(uint32_t slot, Error e) {
   if (op.done) return;
   for (uint32_t c = op.first_chunk; c < op.next_chunk; ++c) {
     if (chunks_[c].op != slot) continue;
-    window_.on_abandon(chunks_[c].missing);
+    window_.on_abandon(chunks_[c].missing_bytes);
     detach_chunk(c);
   }
   if (!broken_) {
@@ -322,7 +237,11 @@ void Client::check_deadlines(uint64_t now) {
 uint64_t Client::next_wake(uint64_t now) const noexcept {
   uint64_t wake = UINT64_MAX;
   for (uint32_t slot : live_) wake = std::min(wake, ops_[slot].deadline_ns);
-  for (uint32_t c : inflight_) wake = std::min(wake, chunks_[c].timer_ns);
+  for (uint32_t l = 0; l < lanes_.size(); ++l) {
+    const Lanes::Lane& lane = lanes_.lane(l);
+    if (lane.count != 0) wake = std::min(wake, lane.timer_ns);
+    if (lane.reorder_wake_ns != 0) wake = std::min(wake, lane.reorder_wake_ns);
+  }
   return std::max(wake, now);
 }
 

@@ -51,14 +51,21 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
   }
   const uint32_t c = h.chunk_id;
   ChunkState& cs = chunks_[c];
+  const uint32_t se = plan_->segment_elems();
+  const uint32_t seg = h.elem_offset / se;
   if (cs.op == kNone || h.round != cs.round) {
     ++st_.stale;
+    // A second answer of a round that was pushed again early: the first push was only late.
+    if (cs.early_resent && next_round(h.round, opt_.round_modulus) == cs.round) needless_resend(c);
+    // A late answer to a finished ps init or pull (it carries the next step's round) uses up its credit
+    // now, so that the credit cannot discard the step's own result later.
+    if (cs.op == kNone && h.round == cs.round && seg < plan_->segments(c)) {
+      (void)tracker_.take_stale(plan_->first_segment(c) + seg);
+    }
     return;
   }
   const uint32_t slot = cs.op;
   const Op& op = ops_[slot];
-  const uint32_t se = plan_->segment_elems();
-  const uint32_t seg = h.elem_offset / se;
   if (h.elem_offset % se != 0 || seg >= plan_->segments(c) || h.elem_count != plan_->segment_len(c, seg)) {
     return fail_op(slot, Error{PHUB_ERR_CHUNK_MAP,
                                "the server sent elements " + std::to_string(h.elem_offset) + "+" +
@@ -89,14 +96,24 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
   }
   if (!tracker_.mark(gs)) {
     ++st_.duplicates;
+    if (cs.early_resent) needless_resend(c);
     return;
   }
   if (op.dst != nullptr) std::memcpy(op.dst + plan_->key_byte_offset(c, seg), payload.data(), payload.size());
   st_.payload_bytes_received += payload.size();
-  window_.on_result(true);
-  if (--cs.missing == 0) return chunk_done(c, now);
-  cs.highest = std::max(cs.highest, seg);
-  fast_resend(c);
+  const uint64_t bytes = segment_bytes(c, seg);
+  // A round trip only from what was sent once, and only for rounds (ps init and pull answers wait for nobody).
+  window_.on_result(bytes, !cs.resent && advances_round(op.kind) ? std::max<uint64_t>(now - cs.xmit_ns, 1) : 0, now);
+  cs.missing_bytes -= std::min(cs.missing_bytes, bytes);
+  // The lane made progress: its timer restarts, and what was sent before this packet should be answered.
+  Lanes::Lane& lane = lanes_.lane(lane_of(c));
+  lane.expiries = 0;
+  lane.timer_ns = now + rto_.rto_ns();
+  if (!cs.resent && advances_round(op.kind) && cs.xmit_mark + seg + 1 > lane.delivered_mark) {
+    lane.delivered_mark = cs.xmit_mark + seg + 1;
+    lane.delivered_rtt_ns = now - cs.xmit_ns;
+  }
+  if (--cs.missing == 0) chunk_done(c, now);
 }
 
 void Client::on_error(const proto::Header& h) {

@@ -4,7 +4,10 @@
 One server carries a job per case; cases run one after the other:
   allreduce sum / mean (3 workers: fp32(1/3) rounding) / bf16 mean, deterministic fp32, ps adam fp32,
   ps momentum bf16 - every result element checked by phub-demo-worker against independently computed values;
-  deterministic and non-deterministic float data through the Python package (bit-exact vs within 1e-6);
+  deterministic and non-deterministic float data through the Python package (bit-exact vs within 1e-6),
+  also split into push then pull; blocking (--sync) next to asynchronous operations;
+  errors the real server causes: reduction mismatch, rounds out of step, chunk map mismatch, ps pull
+  before init, a round stalled on a missing worker - each must come back as its own code;
   2% loss each way plus duplication (nftables on the worker veths) and client-side reordering - every
   round still completes with correct results;
   tenants: a worker with a wrong secret gets no answer (client: 'unreachable' with the auth hint, server:
@@ -42,6 +45,12 @@ def jobs():
         job(9, "tenant-bad", 1, KEYS, 40900, secret="right"),
         job(10, "py-det", 4, KEYS, 41000, reduce="mean", deterministic=True, secret="s10"),
         job(11, "py-fast", 4, KEYS, 41100, reduce="sum"),
+        job(12, "err-sum", 1, KEYS, 41200, reduce="sum"),
+        job(13, "err-ps", 2, KEYS, 41300, mode="ps", optimizer=dict(kind="sgd", lr=0.1)),
+        job(14, "err-stall", 2, KEYS, 41400, reduce="sum"),
+        job(15, "py-split", 4, KEYS, 41500, reduce="sum"),
+        job(16, "ar-sync", 2, KEYS, 41600, reduce="mean"),
+        job(17, "err-round", 1, KEYS, 41700, reduce="sum"),
     ]
 
 
@@ -61,22 +70,26 @@ def check_demo(results, what):
     return results
 
 
-def demo_case(net, name, workers, rounds):
-    res = check_demo(net.demo_workers(name, range(workers), ["--rounds", str(rounds)]), name)
+def demo_case(net, name, workers, rounds, extra=()):
+    res = check_demo(net.demo_workers(name, range(workers), ["--rounds", str(rounds)] + list(extra)), name)
     return "%d ranks x %s rounds verified, %s retransmits" % (
         workers, rounds, sum(int(s["retransmits"]) for _, s, _ in res))
 
 
-def python_case(net, name, port_base, job_id, secret, reduce, exact, rounds=4):
-    env = {"PYTHONPATH": os.path.join(net.build, "lib", "client", "python"), "PHUB_SERVER": phubnet.SERVER_IP,
-           "PHUB_PORT_BASE": str(port_base), "PHUB_JOB": str(job_id), "PHUB_SECRET": secret, "PHUB_LCORES": "2",
-           "PHUB_REDUCE": reduce, "WORLD_SIZE": "4", "PHUB_TIMEOUT_MS": "20000"}
+def python_env(net, port_base, job_id, secret, reduce, workers, timeout_ms=20000, mode="allreduce"):
+    return {"PYTHONPATH": os.path.join(net.build, "lib", "client", "python"), "PHUB_SERVER": phubnet.SERVER_IP,
+            "PHUB_PORT_BASE": str(port_base), "PHUB_JOB": str(job_id), "PHUB_SECRET": secret, "PHUB_LCORES": "2",
+            "PHUB_REDUCE": reduce, "WORLD_SIZE": str(workers), "PHUB_TIMEOUT_MS": str(timeout_ms), "PHUB_MODE": mode}
+
+
+def python_case(net, name, port_base, job_id, secret, reduce, exact, rounds=4, split=False):
+    env = python_env(net, port_base, job_id, secret, reduce, 4)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_worker.py")
     procs = []
     for rank in range(4):
         e = dict(env, RANK=str(rank))
         argv = ["timeout", "120", "/usr/bin/python3", script, ",".join(map(str, KEYS)), str(rounds),
-                "exact" if exact else "close"]
+                "exact" if exact else "close", "split" if split else "allreduce"]
         procs.append(net.popen(rank, argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     worst = 0.0
     for p in procs:
@@ -84,8 +97,32 @@ def python_case(net, name, port_base, job_id, secret, reduce, exact, rounds=4):
         expect(p.returncode == 0, "%s: python worker failed (%d): %s %s" % (name, p.returncode, out, err[-2000:]))
         r = json.loads(out.strip().splitlines()[-1])
         worst = max(worst, r["worst"])
-    return "4 ranks x %d rounds, %s, worst error %.2g of the fp32 summation bound" % (
-        rounds, "bit-exact" if exact else "within bound", worst)
+    return "4 ranks x %d rounds%s, %s, worst error %.2g of the fp32 summation bound" % (
+        rounds, " (push, then pull)" if split else "", "bit-exact" if exact else "within bound", worst)
+
+
+def error_case(net):
+    """Each mistake, made against the real server, comes back as its error code."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_errors.py")
+    runs = [  # (case, port_base, job id, reduce, workers, mode, expected code)
+        ("reduce", 41200, 12, "sum", 1, "allreduce", "config_mismatch"),
+        ("round", 41700, 17, "sum", 1, "allreduce", "round_mismatch"),
+        ("chunk_map", 41200, 12, "sum", 1, "allreduce", "chunk_map"),
+        ("not_initialized", 41300, 13, "mean", 2, "ps", "not_initialized"),
+        ("stalled", 41400, 14, "sum", 2, "allreduce", "round_stalled"),
+    ]
+    seen = []
+    for case, port, jid, reduce, workers, mode, want in runs:
+        env = dict(python_env(net, port, jid, "", reduce, workers, timeout_ms=4000, mode=mode), RANK="1" if case ==
+                   "not_initialized" else "0")
+        p = net.popen(0, ["timeout", "60", "/usr/bin/python3", script, case, ",".join(map(str, KEYS))], env=env,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = p.communicate(timeout=90)
+        expect(p.returncode == 0 and out.strip(), "errors: %s: worker failed (%d): %s" % (case, p.returncode, err[-2000:]))
+        r = json.loads(out.strip().splitlines()[-1])
+        expect(r["code"] == want, "errors: %s: expected %s, got %s: %s" % (case, want, r["code"], r["message"]))
+        seen.append("%s->%s" % (case, r["code"]))
+    return ", ".join(seen)
 
 
 def nft_lossy(net, on):
@@ -155,6 +192,9 @@ def main():
         ("ps-momentum-bf16", lambda n: demo_case(n, "ps-bf16", 4, 30)),
         ("python-deterministic-bit-exact", lambda n: python_case(n, "py-det", 41000, 10, "s10", "mean", True)),
         ("python-nondeterministic-close", lambda n: python_case(n, "py-fast", 41100, 11, "", "sum", False)),
+        ("python-push-pull", lambda n: python_case(n, "py-split", 41500, 15, "", "sum", False, split=True)),
+        ("allreduce-sync-2-workers", lambda n: demo_case(n, "ar-sync", 2, 10, ["--sync"])),
+        ("errors-from-the-server", error_case),
         ("loss-dup-reorder", lossy_case),
         ("tenants-wrong-secret", tenant_case),
     ]

@@ -3,7 +3,8 @@
 a reference computed here: every rank's data is a function of (rank, round, key), so each rank can sum all
 of them itself, in rank order, in float32. Deterministic jobs must match bit for bit; others (fp32 sums in
 arrival order) within twice the error bound of any summation order, (W - 1) * 2^-24 * sum |x_i| (times the mean's
-scale). Settings come from the environment (phub.Client.from_env).
+scale). argv: keys, rounds, exact|close, [allreduce|split] (split: push every key, then pull each).
+Settings come from the environment (phub.Client.from_env).
 Prints one JSON line."""
 import json
 import sys
@@ -23,15 +24,22 @@ def main():
     keys = [int(k) for k in sys.argv[1].split(",")]
     rounds = int(sys.argv[2])
     exact = sys.argv[3] == "exact"
+    split = len(sys.argv) > 4 and sys.argv[4] == "split"
     c = phub.Client.from_env()
     for k in keys:
         c.register(k)
     worst, mismatched, start = 0.0, 0, time.time()
     for r in range(rounds):
         bufs = [data(c.rank, r, k, n) for k, n in enumerate(keys)]
-        reqs = [c.allreduce_async(b, key=k) for k, b in enumerate(bufs)]
-        for q in reqs:
-            q.wait()
+        if split:  # phub_push of every key, then phub_pull of each (results wait in the client meanwhile)
+            for k, b in enumerate(bufs):
+                c.push(b, key=k)
+            for k, b in enumerate(bufs):
+                c.pull(b, key=k)
+        else:
+            reqs = [c.allreduce_async(b, key=k) for k, b in enumerate(bufs)]
+            for q in reqs:
+                q.wait()
         for k, n in enumerate(keys):
             ref = data(0, r, k, n)
             magnitude = np.abs(ref).astype(np.float64)

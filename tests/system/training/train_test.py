@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "client"))
 sys.path.insert(0, HERE)
 import phubnet  # noqa: E402
+import train_model  # noqa: E402
 
 MODES = ["gloo", "gloo-ordered", "phub", "phub-det", "phub-ps"]
 TOL_PARAMS = 1e-4    # parameters are O(0.1); ulp-level differences per step over 300 steps (measured ~1e-6)
@@ -44,7 +45,8 @@ def jobs(keys):
         out.append(phubnet.job(20 + world * 10 + 2, "det-%d" % world, world, port_base=base + 10, reduce="mean",
                                deterministic=True, **common))
         out.append(phubnet.job(20 + world * 10 + 3, "ps-%d" % world, world, port_base=base + 20, mode="ps",
-                               reduce="mean", optimizer=dict(kind="momentum", lr=0.05, momentum=0.9), **common))
+                               reduce="mean", optimizer=dict(kind="momentum", lr=train_model.LR,
+                                                             momentum=train_model.MOMENTUM), **common))
     return out
 
 
@@ -79,6 +81,27 @@ def compare(world, out, results):
     def ldiff(a, b):
         return max(abs(x - y) for r in losses for x, y in zip(r[a]["losses"], r[b]["losses"]))
 
+    def divergence(a, b):
+        """Where the loss curves of two modes first part (step, rank), for a failure's message."""
+        for step in range(len(losses[0][a]["losses"])):
+            for r, rl in enumerate(losses):
+                if abs(rl[a]["losses"][step] - rl[b]["losses"][step]) > TOL_LOSS / 10:
+                    return "; curves part at step %d (rank %d: %.6f vs %.6f)%s" % (
+                        step, r, rl[a]["losses"][step], rl[b]["losses"][step], first_param_gap(a, b))
+        return ""
+
+    def first_param_gap(a, b):
+        """The first step and chunk at which some rank's parameter sums differ by more than rounding does."""
+        for step in range(len(losses[0][a]["sums"])):
+            for r, rl in enumerate(losses):
+                for chunk, (x, y) in enumerate(zip(rl[a]["sums"][step], rl[b]["sums"][step])):
+                    if abs(x - y) > 1e-3:
+                        gaps = [["%.1e" % abs(q[a]["sums"][s][chunk] - q[b]["sums"][s][chunk]) for q in losses]
+                                for s in range(max(0, step - 2), min(step + 3, len(rl[a]["sums"])))]
+                        return ("; parameters part after step %d (rank %d, chunk %d: sum %.6f vs %.6f; "
+                                "gaps per rank from step %d: %s)") % (step, r, chunk, x, y, max(0, step - 2), gaps)
+        return ""
+
     def check(name, ok, detail):
         results.append(ok)
         print("%s W=%d %-36s %s" % ("PASS" if ok else "FAIL", world, name, detail), flush=True)
@@ -92,10 +115,12 @@ def compare(world, out, results):
         bit_equal("phub-det", "gloo")
     d, l = pdiff("phub", "gloo"), ldiff("phub", "gloo")
     check("phub ~ gloo", d <= TOL_PARAMS and l <= TOL_LOSS,
-          "max param diff %.3g (tol %g), max loss diff %.3g (tol %g)" % (d, TOL_PARAMS, l, TOL_LOSS))
+          "max param diff %.3g (tol %g), max loss diff %.3g (tol %g)%s" % (d, TOL_PARAMS, l, TOL_LOSS,
+                                                                        divergence("phub", "gloo")))
     d, l = pdiff("phub-ps", "gloo"), ldiff("phub-ps", "gloo")
     check("phub-ps ~ gloo", d <= TOL_PS and l <= TOL_LOSS_PS,
-          "max param diff %.3g (tol %g), max loss diff %.3g (tol %g)" % (d, TOL_PS, l, TOL_LOSS_PS))
+          "max param diff %.3g (tol %g), max loss diff %.3g (tol %g)%s" % (d, TOL_PS, l, TOL_LOSS_PS,
+                                                                        divergence("phub-ps", "gloo")))
     for m in MODES:
         first = sum(losses[0][m]["losses"][:20]) / 20
         last = sum(losses[0][m]["losses"][-20:]) / 20
@@ -112,7 +137,6 @@ def main():
     if os.geteuid() != 0:
         print("training test: needs root (namespaces, af_packet)")
         return 1
-    import train_model
     keys = train_model.key_list()
     print("training test: model keys (the job's `keys`): %s" % ", ".join("%s=%d" % k for k in keys), flush=True)
     results, start = [], time.time()

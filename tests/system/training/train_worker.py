@@ -64,7 +64,7 @@ def train(mode, steps, world, rank):
             net.register_comm_hook(state, phub.torch.ddp_comm_hook)
             client = state.client
         opt = torch.optim.SGD(model.parameters(), lr=tm.LR, momentum=tm.MOMENTUM)
-    losses = []
+    losses, sums = [], []
     for step in range(steps):
         xb, yb = tm.batch(x, y, step, rank, world)
         opt.zero_grad()
@@ -72,11 +72,13 @@ def train(mode, steps, world, rank):
         loss.backward()
         opt.step()
         losses.append(loss.item())
+        # Per chunk of 8192 elements of each key (the job's chunk_bytes): to locate a divergence.
+        sums.append([float(b.sum()) for p in model.parameters() for b in p.detach().double().reshape(-1).split(8192)])
     stats = client.stats() if client else {}
     if client:
         client.close()
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    return losses, flat, stats
+    return losses, flat, stats, sums
 
 
 def main():
@@ -93,9 +95,9 @@ def main():
     for mode in a.modes.split(","):
         dist.barrier()
         start = datetime.datetime.now()
-        losses, flat, stats = train(mode, a.steps, world, rank)
+        losses, flat, stats, sums = train(mode, a.steps, world, rank)
         seconds = (datetime.datetime.now() - start).total_seconds()
-        result[mode] = dict(losses=losses, seconds=seconds, retransmits=stats.get("retransmits", 0))
+        result[mode] = dict(losses=losses, seconds=seconds, retransmits=stats.get("retransmits", 0), sums=sums)
         if rank == 0:
             torch.save(flat, os.path.join(a.out, "params-w%d-%s.pt" % (world, mode)))
     with open(os.path.join(a.out, "losses-w%d-r%d.json" % (world, rank)), "w") as f:

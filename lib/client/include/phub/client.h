@@ -77,6 +77,7 @@ typedef struct phub_config {
   uint32_t fault_dup_tx_ppm;
   uint32_t fault_reorder_tx_ppm;
   uint64_t fault_seed;
+  uint32_t delay_target_us;   /* queueing delay the window aims at (default 2000); 0: loss-based only */
 } phub_config;
 
 /* Counters of one client since phub_connect. */
@@ -104,6 +105,8 @@ typedef struct phub_stats {
   uint32_t rto_us;             /* current retransmit timeout */
   uint8_t gso;                 /* UDP GSO in use */
   uint8_t gro;                 /* UDP GRO in use */
+  uint32_t reorder_window_us;  /* how late an answer may be before it counts as lost */
+  uint64_t needless_resends;   /* early retransmits that proved needless (their round answered twice) */
 } phub_stats;
 
 typedef struct phub_client phub_client;

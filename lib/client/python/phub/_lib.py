@@ -46,6 +46,7 @@ class Config(ctypes.Structure):
         ("fault_dup_tx_ppm", ctypes.c_uint32),
         ("fault_reorder_tx_ppm", ctypes.c_uint32),
         ("fault_seed", ctypes.c_uint64),
+        ("delay_target_us", ctypes.c_uint32),
     ]
 
 
@@ -56,7 +57,8 @@ class Stats(ctypes.Structure):
         "rerequests", "duplicates", "stale", "bad_tag", "malformed", "errors_received", "stalls_reported",
         "timeouts", "fast_retransmits", "ops_completed", "send_batches", "recv_batches", "gro_coalesced")] + [
         ("window_packets", ctypes.c_uint32), ("srtt_us", ctypes.c_uint32), ("rto_us", ctypes.c_uint32),
-        ("gso", ctypes.c_uint8), ("gro", ctypes.c_uint8)]
+        ("gso", ctypes.c_uint8), ("gro", ctypes.c_uint8), ("reorder_window_us", ctypes.c_uint32),
+        ("needless_resends", ctypes.c_uint64)]
 
 
 def _candidates():

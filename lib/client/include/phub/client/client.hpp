@@ -17,6 +17,7 @@
 #include "phub/client.h"
 #include "phub/client/backoff.hpp"
 #include "phub/client/error.hpp"
+#include "phub/client/lanes.hpp"
 #include "phub/client/options.hpp"
 #include "phub/client/plan.hpp"
 #include "phub/client/tracker.hpp"
@@ -35,6 +36,9 @@ enum class OpKind : uint8_t {
 };
 
 [[nodiscard]] constexpr bool advances_round(OpKind k) noexcept { return k == OpKind::allreduce || k == OpKind::step; }
+[[nodiscard]] constexpr uint32_t next_round(uint32_t r, uint32_t modulus) noexcept {
+  return modulus == 0 ? r + 1 : (r + 1) % modulus;
+}
 
 struct OpId {
   uint32_t slot = 0;
@@ -73,18 +77,19 @@ class Client {
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr uint32_t kWholeChunk = UINT32_MAX;  // a request (rerequest, pull) for every segment of a chunk
 
   struct ChunkState {
-    uint32_t round = 0;       // round of the chunk's next (or current) advancing operation
-    uint32_t op = kNone;      // slot of the operation using the chunk
-    uint32_t missing = 0;     // segments still without a result
-    uint32_t attempts = 0;    // retransmit timer expiries of the current operation
-    uint32_t highest = 0;     // highest segment with a result (current operation)
-    bool fast_done = false;   // a gap already triggered an early retransmit since the last timer expiry
-    uint32_t inflight_at = 0; // position in inflight_
-    uint64_t sent_ns = 0;
-    uint64_t timer_ns = 0;
-    uint64_t send_mark = 0;
+    uint32_t round = 0;         // round of the chunk's next (or current) advancing operation
+    uint32_t op = kNone;        // slot of the operation using the chunk
+    uint32_t missing = 0;       // segments still without a result
+    bool resent = false;        // something of the current operation was sent again (Karn's rule)
+    bool early_resent = false;  // pushed again on a later result's evidence (until proven needless)
+    uint64_t missing_bytes = 0; // result bytes still awaited (the window's accounting)
+    uint64_t first_ns = 0;      // first transmission of the current operation
+    uint64_t xmit_ns = 0;       // latest transmission of its missing segments
+    uint64_t xmit_mark = 0;     // packet mark of the first packet of that transmission
+    uint64_t window_mark = 0;   // the window's send mark then (orders losses against decreases)
   };
   struct Op {
     OpKind kind = OpKind::allreduce;
@@ -114,12 +119,19 @@ class Client {
   void on_result(const proto::Header& h, std::span<const std::byte> payload, uint64_t now);
   void on_error(const proto::Header& h);
   [[nodiscard]] bool from_server(const Endpoint& from) const noexcept;
-  void service_timers(uint64_t now);
   void start_chunks(uint64_t now);
   void start_chunk(uint32_t slot, uint32_t chunk, uint64_t now);
-  void resend(uint32_t chunk, uint64_t now);
-  void fast_resend(uint32_t chunk);
-  void resend_missing(uint32_t chunk, proto::Opcode opc, bool payload, bool stale, uint32_t below);
+  [[nodiscard]] bool make_room(size_t packets);
+  void transmitted(uint32_t chunk, uint64_t now, uint64_t first_mark);
+  // Loss recovery (recovery.cpp): lost segments found by later results, lane timers.
+  void detect_losses(uint32_t lane, uint64_t now);
+  void service_timers(uint64_t now);
+  void expire_lane(uint32_t lane, uint64_t now);
+  [[nodiscard]] bool expire_chunk(uint32_t chunk, uint32_t expiries, uint64_t now);
+  void resend_missing(uint32_t chunk, proto::Opcode opc, bool payload, bool stale, uint32_t below, uint64_t now);
+  void rerequest_missing(uint32_t chunk);
+  void needless_resend(uint32_t chunk);
+  [[nodiscard]] uint64_t reorder_window_ns() const noexcept;
   void chunk_done(uint32_t chunk, uint64_t now);
   void check_deadlines(uint64_t now);
   void flush();
@@ -128,6 +140,10 @@ class Client {
   void detach_chunk(uint32_t chunk);
   [[nodiscard]] uint64_t next_wake(uint64_t now) const noexcept;
   void sleep_until(uint64_t wake_ns, uint64_t now, std::unique_lock<std::mutex>* lock);
+  [[nodiscard]] uint32_t lane_of(uint32_t chunk) const noexcept { return plan_->layout().chunk(chunk).owner; }
+  [[nodiscard]] uint64_t segment_bytes(uint32_t chunk, uint32_t s) const noexcept {
+    return uint64_t{plan_->segment_len(chunk, s)} * plan_->elem_bytes();
+  }
 
   // Packet building.
   [[nodiscard]] bool queue_room(size_t packets) const noexcept { return queue_.size() + packets <= queue_cap_; }
@@ -155,13 +171,16 @@ class Client {
   std::vector<uint32_t> free_ops_;
   std::deque<uint32_t> waiting_;  // operations with chunks not started yet, oldest first
   std::vector<uint32_t> live_;    // operations not done
-  std::vector<uint32_t> inflight_;  // chunks with packets awaiting results
+  Lanes lanes_;                   // chunks awaiting results, per server lcore, in transmission order
+  uint32_t reorder_scale_ = 1;    // the reordering window in units of its base (grows on needless resends)
+  uint32_t reorder_quiet_ = 0;    // early resends since the scale last changed
 
   std::vector<OutPacket> queue_;
   std::vector<std::array<std::byte, proto::kHeaderBytes>> headers_;
   size_t queue_cap_ = 0;
   bool send_blocked_ = false;
   uint32_t seq_ = 0;
+  uint64_t marks_ = 1;  // packet marks: every packet enqueued gets the next one
 
   std::vector<std::vector<std::byte>> stash_;      // per key: results of phub_push until phub_pull
   std::vector<std::optional<OpId>> pending_push_;  // per key

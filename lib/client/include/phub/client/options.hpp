@@ -42,6 +42,7 @@ struct Options {
   uint32_t rto_min_us = 10000;
   uint32_t rto_max_us = 1000000;
   uint32_t window_packets = 512;
+  uint32_t delay_target_us = 2000;  // queueing delay the window aims at; 0: loss-based window
   uint32_t bind_ipv4 = 0;         // host order; 0 = any
   uint16_t bind_port = 0;
   bool gso = true;

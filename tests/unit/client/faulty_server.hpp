@@ -1,14 +1,17 @@
-// A minimal phub server on loopback for the client's unit tests: it sums the pushes of every rank per
-// (chunk, segment, round) with lib/proto's wire format, answers rerequests, and misbehaves on request.
-// It models the protocol's answers, not the real server's data plane (tests/system covers that).
+// A deliberately faulty phub server on loopback, for the client tests that need a peer the real server
+// cannot be made into: it drops, duplicates or holds back packets, signs with a wrong key, answers every
+// push with an error opcode, or stays silent. Underneath it sums the pushes of every rank per (chunk,
+// segment, round) so that the client's recovery can be checked end to end. The normal path (allreduce,
+// push/pull, ps step, async, the server's own errors) is tested against the real phub-server in
+// tests/system/client, never against this.
 #pragma once
 
 #include <netinet/in.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,7 +23,7 @@
 
 namespace phub::client::test {
 
-struct FakeServerOptions {
+struct FaultyServerOptions {
   uint16_t lcores = 2;
   uint16_t workers = 2;
   uint32_t job_id = 7;
@@ -36,14 +39,16 @@ struct FakeServerOptions {
   bool wrong_tag = false;                   // sign with another key
   bool mute = false;                        // never answer
   bool flag_mean = false;                   // set the mean flag on results regardless of `mean`
+  uint32_t hold_every = 0;                  // hold back every n-th result (0: none) ...
+  uint32_t hold_ms = 5;                     // ... for this long, so that later results overtake it
 };
 
-class FakeServer {
+class FaultyServer {
  public:
-  explicit FakeServer(FakeServerOptions o);
-  ~FakeServer();
-  FakeServer(const FakeServer&) = delete;
-  FakeServer& operator=(const FakeServer&) = delete;
+  explicit FaultyServer(FaultyServerOptions o);
+  ~FaultyServer();
+  FaultyServer(const FaultyServer&) = delete;
+  FaultyServer& operator=(const FaultyServer&) = delete;
 
   [[nodiscard]] uint16_t port_base() const noexcept { return port_base_; }
   [[nodiscard]] uint64_t pushes() const noexcept { return pushes_.load(); }
@@ -64,9 +69,10 @@ class FakeServer {
   void loop();
   void handle(int fd, uint16_t owner, const std::byte* data, size_t len, const sockaddr_in& from);
   void send(int fd, const sockaddr_in& to, proto::Header h, const std::vector<float>* payload, uint32_t off, uint32_t n);
+  void release_held(bool all);
   void send_result(int fd, uint16_t rank, uint32_t chunk, uint32_t round, uint32_t seg, const std::vector<float>& r);
 
-  FakeServerOptions o_;
+  FaultyServerOptions o_;
   proto::Layout layout_;
   proto::AuthKey key_{};
   uint16_t port_base_ = 0;
@@ -76,6 +82,14 @@ class FakeServer {
   std::vector<bool> peer_known_;
   uint64_t received_ = 0;
   uint32_t seq_ = 0;
+  struct Held {
+    int fd;
+    sockaddr_in to;
+    std::vector<std::byte> bytes;
+    std::chrono::steady_clock::time_point due;
+  };
+  std::vector<Held> held_;
+  uint64_t results_ = 0;
   std::atomic<uint64_t> pushes_{0}, first_pushes_{0}, retransmit_flags_{0}, rerequests_{0}, leaves_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -1,11 +1,12 @@
-// The loopback fake server of the client's unit tests (see fake_server.hpp).
-#include "fake_server.hpp"
+// The faulty loopback server of the client's unit tests (see faulty_server.hpp).
+#include "faulty_server.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -13,7 +14,7 @@
 
 namespace phub::client::test {
 
-FakeServer::FakeServer(FakeServerOptions o) : o_(std::move(o)) {
+FaultyServer::FaultyServer(FaultyServerOptions o) : o_(std::move(o)) {
   proto::LayoutParams lp;
   lp.key_elems = o_.keys;
   lp.chunk_elems = o_.chunk_bytes / 4;
@@ -46,18 +47,19 @@ FakeServer::FakeServer(FakeServerOptions o) : o_(std::move(o)) {
   thread_ = std::thread([this] { loop(); });
 }
 
-FakeServer::~FakeServer() {
+FaultyServer::~FaultyServer() {
   stop_ = true;
   thread_.join();
   for (int fd : fds_) close(fd);
 }
 
-void FakeServer::loop() {
+void FaultyServer::loop() {
   std::vector<pollfd> pfds;
   for (int fd : fds_) pfds.push_back(pollfd{fd, POLLIN, 0});
   std::vector<std::byte> buf(65536);
   while (!stop_) {
-    if (poll(pfds.data(), pfds.size(), 20) <= 0) continue;
+    release_held(false);
+    if (poll(pfds.data(), pfds.size(), held_.empty() ? 20 : 1) <= 0) continue;
     for (size_t i = 0; i < pfds.size(); ++i) {
       while (true) {
         sockaddr_in from{};
@@ -71,7 +73,7 @@ void FakeServer::loop() {
   }
 }
 
-void FakeServer::send(int fd, const sockaddr_in& to, proto::Header h, const std::vector<float>* payload, uint32_t off,
+void FaultyServer::send(int fd, const sockaddr_in& to, proto::Header h, const std::vector<float>* payload, uint32_t off,
                       uint32_t n) {
   if (o_.mute) return;
   std::vector<std::byte> out(proto::kHeaderBytes + n * 4);
@@ -82,13 +84,32 @@ void FakeServer::send(int fd, const sockaddr_in& to, proto::Header h, const std:
   auto len = proto::build_message(h, span, out);
   if (!len) return;
   if (!o_.secret.empty()) proto::sign_header(key_, std::span<std::byte, proto::kHeaderBytes>(out.data(), proto::kHeaderBytes));
-  const int copies = o_.duplicate_results && h.opcode == proto::Opcode::result ? 2 : 1;
+  const bool result = h.opcode == proto::Opcode::result;
+  if (result && o_.hold_every != 0 && ++results_ % o_.hold_every == 0) {
+    out.resize(*len);
+    held_.push_back(Held{fd, to, std::move(out), std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.hold_ms)});
+    return;
+  }
+  const int copies = o_.duplicate_results && result ? 2 : 1;
   for (int i = 0; i < copies; ++i) {
     (void)sendto(fd, out.data(), *len, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
   }
 }
 
-void FakeServer::send_result(int fd, uint16_t rank, uint32_t chunk, uint32_t round, uint32_t seg,
+void FaultyServer::release_held(bool all) {
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < held_.size();) {
+    if (!all && held_[i].due > now) {
+      ++i;
+      continue;
+    }
+    (void)sendto(held_[i].fd, held_[i].bytes.data(), held_[i].bytes.size(), 0,
+                 reinterpret_cast<const sockaddr*>(&held_[i].to), sizeof held_[i].to);
+    held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+void FaultyServer::send_result(int fd, uint16_t rank, uint32_t chunk, uint32_t round, uint32_t seg,
                              const std::vector<float>& r) {
   const auto& ci = layout_.chunk(chunk);
   proto::Header h;
@@ -102,7 +123,7 @@ void FakeServer::send_result(int fd, uint16_t rank, uint32_t chunk, uint32_t rou
   send(fd, peers_[rank], h, &r, 0, h.elem_count);
 }
 
-void FakeServer::handle(int fd, uint16_t owner, const std::byte* data, size_t len, const sockaddr_in& from) {
+void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t len, const sockaddr_in& from) {
   auto h = proto::parse_header(std::span(data, len));
   if (!h || h->job_id != o_.job_id || h->rank >= o_.workers) return;
   if (!o_.secret.empty() &&

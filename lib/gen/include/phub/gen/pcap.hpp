@@ -1,0 +1,55 @@
+// Classic libpcap files: a writer of the microsecond format (magic 0xa1b2c3d4, link type Ethernet), which
+// real Pktgen-DPDK replays, and a reader of both the microsecond and the nanosecond (0xa1b23c4d) formats
+// (DPDK's net_pcap writes the latter).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "phub/base/expected.hpp"
+
+namespace phub::gen {
+
+inline constexpr uint32_t kPcapMagicUs = 0xa1b2c3d4;
+inline constexpr uint32_t kPcapMagicNs = 0xa1b23c4d;
+inline constexpr uint32_t kLinktypeEthernet = 1;
+
+class PcapWriter {
+ public:
+  [[nodiscard]] static Expected<PcapWriter, std::string> create(const std::string& path, uint32_t snaplen = 65535);
+  PcapWriter() = default;
+  ~PcapWriter();
+  PcapWriter(PcapWriter&& o) noexcept : f_(o.f_), frames_(o.frames_) { o.f_ = nullptr; }
+  PcapWriter& operator=(PcapWriter&& o) noexcept;
+  PcapWriter(const PcapWriter&) = delete;
+  PcapWriter& operator=(const PcapWriter&) = delete;
+
+  // One frame with a timestamp in microseconds.
+  [[nodiscard]] Expected<void, std::string> write(std::span<const std::byte> frame, uint64_t ts_us);
+  [[nodiscard]] Expected<void, std::string> close();
+  [[nodiscard]] uint64_t frames() const noexcept { return frames_; }
+
+ private:
+  std::FILE* f_ = nullptr;
+  uint64_t frames_ = 0;
+};
+
+struct PcapFrame {
+  uint64_t ts_ns = 0;
+  std::vector<std::byte> data;
+};
+
+struct PcapFile {
+  uint32_t magic = 0;  // as written (after byte-order detection): kPcapMagicUs or kPcapMagicNs
+  uint32_t linktype = 0;
+  std::vector<PcapFrame> frames;
+};
+
+// A whole file's bytes (either byte order); the error names `what` (the path).
+[[nodiscard]] Expected<PcapFile, std::string> parse_pcap(std::span<const std::byte> bytes, const std::string& what);
+[[nodiscard]] Expected<PcapFile, std::string> read_pcap(const std::string& path);
+
+}  // namespace phub::gen

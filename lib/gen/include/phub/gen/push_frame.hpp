@@ -1,0 +1,44 @@
+// Building the frames of emulated workers' pushes (Ethernet/IPv4/UDP + phub header + payload), shared by
+// the DPDK generator and the pcap trace writer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "phub/gen/partition.hpp"
+#include "phub/gen/slots.hpp"
+#include "phub/gen/workload.hpp"
+#include "phub/proto/frame.hpp"
+
+namespace phub::gen {
+
+// Where a job's emulated workers live: rank r sends from (ip_base + r, port_base + r), or from rank_ips[r]
+// when the job pins each rank to an address.
+struct WorkerAddrs {
+  proto::MacAddr src_mac{};
+  proto::MacAddr server_mac{};
+  uint32_t server_ip = 0;    // host order
+  uint32_t ip_base = 0;      // host order
+  uint16_t port_base = 20000;
+  std::vector<uint32_t> rank_ips;
+
+  [[nodiscard]] uint32_t ip_of(uint16_t rank) const noexcept {
+    return rank < rank_ips.size() ? rank_ips[rank] : ip_base + rank;
+  }
+};
+
+// The payload of a push order: a gradient pattern, or (init) rank 0's fp32 initial weights.
+[[nodiscard]] std::span<const std::byte> push_payload(const Workload& wl, const Slot& slot, const PushOrder& o) noexcept;
+
+// Write the 96 header bytes of a push (the payload follows them on the wire). Signs the header when the
+// job has a secret; sets the crc flag and CRC when the job asks for it.
+void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,
+                        std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept;
+
+// A whole frame into `out` (at least kFrameHeadersBytes + payload bytes); returns its length.
+[[nodiscard]] size_t write_push_frame(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o,
+                                      uint32_t seq, std::span<std::byte> out) noexcept;
+
+}  // namespace phub::gen

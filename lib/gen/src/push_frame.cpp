@@ -1,0 +1,57 @@
+// Push frames: addresses, phub header, signature, payload.
+#include "phub/gen/push_frame.hpp"
+
+#include <cstring>
+
+namespace phub::gen {
+
+std::span<const std::byte> push_payload(const Workload& wl, const Slot& slot, const PushOrder& o) noexcept {
+  if (o.init) return wl.init_bytes(Workload::init_pattern(slot.chunk, slot.seg), slot.elems);
+  return wl.push_bytes(pattern_index(o.round, slot.chunk, slot.seg), o.rank, slot.elems);
+}
+
+void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,
+                        std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept {
+  const auto payload = push_payload(wl, slot, o);
+  proto::Header h;
+  h.opcode = o.init ? proto::Opcode::init : proto::Opcode::push;
+  h.flags = o.retransmit ? proto::flag::retransmit : 0;
+  h.dtype = wl.spec().dtype;
+  h.job_id = wl.spec().id;
+  h.rank = o.rank;
+  h.payload_bytes = static_cast<uint16_t>(payload.size());
+  h.round = o.init ? 0 : wl.wire_round(o.round);
+  h.chunk_id = slot.chunk;
+  h.elem_offset = slot.elem_offset;
+  h.elem_count = slot.elems;
+  h.seq = seq;
+  if (wl.spec().crc) {
+    h.flags |= proto::flag::crc;
+    const bool whole = !o.init && slot.elems == wl.segment_elems();
+    h.crc32c = whole ? wl.push_crc(pattern_index(o.round, slot.chunk, slot.seg), o.rank) : proto::crc32c(payload);
+  }
+  constexpr size_t kL234 = proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes;
+  auto wire = out.subspan<kL234, proto::kHeaderBytes>();
+  proto::write_header(h, wire);
+  if (wl.authenticated()) proto::sign_header(wl.key(), wire);
+  proto::FlowAddrs f;
+  f.src_mac = a.src_mac;
+  f.dst_mac = a.server_mac;
+  f.src_ip = a.ip_of(o.rank);
+  f.dst_ip = a.server_ip;
+  f.src_port = static_cast<uint16_t>(a.port_base + o.rank);
+  f.dst_port = static_cast<uint16_t>(wl.spec().port_base + slot.owner);
+  proto::write_eth_ipv4_udp(f, proto::kHeaderBytes + payload.size(), out.first<kL234>());
+}
+
+size_t write_push_frame(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,
+                        std::span<std::byte> out) noexcept {
+  const auto payload = push_payload(wl, slot, o);
+  const size_t len = proto::kFrameHeadersBytes + payload.size();
+  if (out.size() < len) return 0;
+  write_push_headers(wl, a, slot, o, seq, out.first<proto::kFrameHeadersBytes>());
+  std::memcpy(out.data() + proto::kFrameHeadersBytes, payload.data(), payload.size());
+  return len;
+}
+
+}  // namespace phub::gen

@@ -1,0 +1,58 @@
+"""phub-pktgen runs: command lines, JSON summaries."""
+import json
+import os
+import tempfile
+
+from . import procs
+
+
+def eal(prefix, lcores=1, cpu=0):
+    """EAL arguments: every lcore of the generator, its control lcore too, on CPU `cpu`, so that nothing of
+    the generator runs on the CPU of what it measures."""
+    workers = "1" if lcores == 1 else "(1-%d)" % lcores
+    return ["--no-huge", "--no-pci", "-m", "512", "--file-prefix", prefix, "--lcores",
+            "0@%d,%s@%d" % (cpu, workers, cpu), "--log-level", "lib.eal:warning"]
+
+
+def run(exe, *, prefix, port, args, lcores=1, cpu=0, timeout=120, cleanup=None, before_exit=None):
+    """Run phub-pktgen to completion; returns (status, summary dict or None, stderr).
+    With `before_exit`, the generator keeps its port open after the run (--linger) until before_exit()
+    has returned (e.g. the server was stopped): a memif peer leaving under a polling server can crash it."""
+    fd, path = tempfile.mkstemp(prefix="phub-pktgen-", suffix=".json")
+    os.close(fd)
+    try:
+        argv = [exe] + eal(prefix, lcores, cpu) + ["--", "--port", port, "--json-file", path] + list(args)
+        if before_exit is None:
+            status, _, err = procs.run(argv, timeout)
+        else:
+            p = procs.Proc(argv + ["--linger", "120"], "phub-pktgen")
+            if not p.wait_for("pktgen: done", timeout) and p.p.poll() is None:
+                p.diagnose()
+            before_exit()
+            status = p.stop(30)
+            err = p.stderr()
+        try:
+            with open(path) as f:
+                summary = json.load(f)
+        except (OSError, ValueError):
+            summary = None
+        return status, summary, err
+    finally:
+        os.unlink(path)
+        procs.remove_runtime_dir(prefix)
+        if cleanup is not None:
+            cleanup.prefixes.append(prefix)
+
+
+def offline(exe, args, timeout=120):
+    """phub-pktgen without EAL (--write-pcap / --verify-pcap); returns (status, summary, stderr)."""
+    status, out, err = procs.run([exe, "--json"] + list(args), timeout)
+    try:
+        return status, json.loads(out), err
+    except ValueError:
+        return status, None, err
+
+
+def total(summary, key):
+    """Sum of `key` over every step of a summary."""
+    return sum(step.get(key, 0) for step in summary["steps"])

@@ -1,0 +1,225 @@
+// Generator set-up: pools, port, templates, lcores; start/drain/finish; shutdown.
+#include "generator.hpp"
+
+#include <rte_eal.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace phub::pktgen {
+namespace {
+
+int lcore_main(void* arg) { return static_cast<GenLcore*>(arg)->run(); }
+
+// The first worker address of a job: the next free one, moved into the job's allowed sources if needed.
+uint32_t first_worker_ip(const GenConfig& cfg, const TargetJob& j, uint32_t next) {
+  if (cfg.worker_ip != 0 || j.source_prefix == 0) return next;
+  const uint32_t mask = ~uint32_t{0} << (32 - j.source_prefix);
+  return (next & mask) == (j.source_net & mask) ? next : (j.source_net & mask) + 100;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenConfig& cfg) {
+  std::unique_ptr<Generator> g(new Generator());
+  g->cfg_ = cfg;
+  const Target& t = cfg.target;
+  if (t.jobs.empty()) return unexpected(std::string("no jobs to emulate"));
+  const int socket = static_cast<int>(rte_socket_id()) < 0 ? 0 : static_cast<int>(rte_socket_id());
+  const uint16_t queues = cfg.port.queues != 0 ? cfg.port.queues : t.server_lcores;
+
+  auto hdr = drivers::Mempool::create("pktgen_hdr", cfg.port.mbufs, RTE_PKTMBUF_HEADROOM + 128, socket);
+  if (!hdr) return unexpected(hdr.error());
+  g->hdr_pool_ = std::move(*hdr);
+  auto ext = drivers::Mempool::create("pktgen_ext", cfg.port.mbufs, 0, socket);
+  if (!ext) return unexpected(ext.error());
+  g->ext_pool_ = std::move(*ext);
+  const auto room = static_cast<uint16_t>(
+      std::max<unsigned>(RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + t.mtu + proto::kEthBytes + 64));
+  auto full = drivers::Mempool::create("pktgen_full", cfg.port.mbufs, room, socket);
+  if (!full) return unexpected(full.error());
+  g->full_pool_ = std::move(*full);
+
+  drivers::PortSpec spec;
+  spec.devargs = cfg.port.devargs;
+  spec.queues = queues;
+  spec.mtu = t.mtu;
+  spec.rx_pool = g->full_pool_.get();
+  auto port = drivers::EthPort::open(spec);
+  if (!port) return unexpected(port.error());
+  g->port_ = std::make_unique<drivers::EthPort>(std::move(*port));
+  // net_memif puts each segment of a chained frame in its own descriptor, and the peer receives it as
+  // chained mbufs that it must linearise (a copy on the server's side, not on testpmd's): on memif every
+  // frame is one segment (copied here) unless --tx-chain asks otherwise. Elsewhere pushes chain the
+  // payload template (zero copy).
+  const bool memif = g->port_->driver() == "net_memif";
+  g->zero_copy_ = g->port_->tx_multi_seg() && !cfg.port.tx_copy && (!memif || cfg.port.tx_chain);
+
+  g->jobs_ = std::make_unique<std::vector<JobRuntime>>();
+  uint32_t next_ip = cfg.worker_ip != 0 ? cfg.worker_ip : (t.server_ip & 0xffffff00u) + 100;
+  for (const auto& tj : t.jobs) {
+    auto wl = gen::Workload::build(tj.spec, t.mtu);
+    if (!wl) return unexpected(wl.error());
+    JobRuntime j{std::move(*wl), {}};
+    j.addrs.src_mac = g->port_->mac();
+    if (t.server_mac) j.addrs.server_mac = *t.server_mac;
+    j.addrs.server_ip = t.server_ip;
+    j.addrs.ip_base = first_worker_ip(cfg, tj, next_ip);
+    j.addrs.rank_ips = tj.rank_ips;
+    next_ip = j.addrs.ip_base + tj.spec.workers;
+    g->jobs_->push_back(std::move(j));
+  }
+  if (g->zero_copy_) {
+    if (auto r = g->place_templates(); !r) return unexpected(r.error());
+  }
+
+  std::vector<unsigned> ids;
+  for (unsigned id = rte_get_next_lcore(-1, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) ids.push_back(id);
+  if (ids.empty()) return unexpected(std::string("no worker lcores: give the EAL at least two (-l 0-1)"));
+  const size_t used = std::min<size_t>(ids.size(), queues);
+  std::vector<uint16_t> owner_lcore(t.server_lcores);
+  for (uint16_t o = 0; o < t.server_lcores; ++o) owner_lcore[o] = static_cast<uint16_t>((o % queues) % used);
+  for (size_t i = 0; i < used; ++i) {
+    LcoreResources r;
+    r.index = static_cast<uint16_t>(i);
+    r.lcore_id = ids[i];
+    r.port = g->port_.get();
+    for (uint16_t q = 0; q < queues; ++q) {
+      if (q % used == i) r.queues.push_back(q);
+    }
+    r.port_queues = queues;
+    r.jobs = g->jobs_.get();
+    r.hdr_pool = g->hdr_pool_.get();
+    r.ext_pool = g->ext_pool_.get();
+    r.full_pool = g->full_pool_.get();
+    r.zero_copy = g->zero_copy_;
+    r.idle_sleep_us = cfg.port.idle_sleep_us;
+    r.frame_cache_bytes = cfg.port.frame_cache_mb * (uint64_t{1} << 20) / used;
+    g->lcores_.push_back(std::make_unique<GenLcore>(std::move(r)));
+    if (!g->lcores_.back()->ok()) return unexpected(std::string("cannot create the hand-off ring"));
+  }
+  std::vector<GenLcore*> peers;
+  for (auto& l : g->lcores_) peers.push_back(l.get());
+  for (auto& l : g->lcores_) l->connect(peers, owner_lcore);
+  return g;
+}
+
+Expected<void, std::string> Generator::place_templates() {
+  for (auto& j : *jobs_) {
+    for (int which = 0; which < 2; ++which) {
+      const auto block = which == 0 ? j.wl.push_block() : j.wl.init_block();
+      void* area = rte_malloc_socket("pktgen_tmpl", block.size(), 64, static_cast<int>(port_->socket()));
+      if (area == nullptr) return unexpected("cannot place " + std::to_string(block.size()) + " bytes of templates");
+      std::memcpy(area, block.data(), block.size());
+      dma_areas_.push_back(area);
+      const rte_iova_t iova = rte_malloc_virt2iova(area);
+      (which == 0 ? j.push_area : j.init_area) = static_cast<const std::byte*>(area);
+      (which == 0 ? j.push_iova : j.init_iova) = iova;
+      j.iova_contiguous = j.iova_contiguous && rte_eal_iova_mode() == RTE_IOVA_VA;
+    }
+  }
+  return {};
+}
+
+Expected<void, std::string> Generator::launch() {
+  if (launched_) return {};
+  for (auto& l : lcores_) l->build_caches();  // the server's MAC is known by now
+  for (size_t j = 0; j < jobs_->size(); ++j) {
+    size_t frames = 0;
+    for (const auto& l : lcores_) frames += l->cached_frames(j);
+    if (frames != 0) {
+      std::fprintf(stderr, "pktgen: frame cache: job %u: %zu pre-built frames\n", (*jobs_)[j].wl.spec().id, frames);
+    }
+  }
+  for (auto& l : lcores_) {
+    if (int rc = rte_eal_remote_launch(lcore_main, l.get(), l->resources().lcore_id); rc != 0) {
+      return unexpected("cannot launch lcore " + std::to_string(l->resources().lcore_id));
+    }
+  }
+  launched_ = true;
+  return {};
+}
+
+void Generator::post_all(Cmd c, const RunSettings& s) {
+  size_t active = 0;
+  for (const auto& l : lcores_) {
+    for (const auto& p : l->partitions()) {
+      if (p->slots().size() != 0) {
+        ++active;
+        break;
+      }
+    }
+  }
+  // The bad packets imitate one job; the lcore that drives its first segments sends them.
+  size_t injector = lcores_.size();
+  for (size_t i = 0; i < lcores_.size() && injector == lcores_.size(); ++i) {
+    for (size_t j = 0; j < jobs_->size(); ++j) {
+      const bool target = s.inject_job == 0 ? j == 0 : (*jobs_)[j].wl.spec().id == s.inject_job;
+      if (target && lcores_[i]->partitions()[j]->slots().size() != 0) injector = i;
+    }
+  }
+  for (size_t i = 0; i < lcores_.size(); ++i) {
+    lcores_[i]->post(c, s, active == 0 ? 0 : s.rate_pps / static_cast<double>(active), i == injector);
+  }
+}
+
+Expected<void, std::string> Generator::start(const RunSettings& s) {
+  if (auto r = launch(); !r) return r;
+  post_all(Cmd::start, s);
+  return {};
+}
+
+void Generator::drain() { post_all(Cmd::drain, RunSettings{}); }
+void Generator::finish() { post_all(Cmd::finish, RunSettings{}); }
+
+bool Generator::settled() const {
+  for (const auto& l : lcores_) {
+    if (!l->settled()) return false;
+  }
+  return true;
+}
+
+bool Generator::rounds_done() const {
+  for (const auto& l : lcores_) {
+    if (!l->rounds_done()) return false;
+  }
+  return true;
+}
+
+void Generator::shutdown() {
+  if (!launched_) return;
+  post_all(Cmd::exit, RunSettings{});
+  for (auto& l : lcores_) (void)rte_eal_wait_lcore(l->resources().lcore_id);
+  launched_ = false;
+}
+
+Generator::~Generator() {
+  shutdown();
+  port_.reset();  // first: a NIC may still hold references to cached frames and payload templates
+  lcores_.clear();
+  for (void* a : dma_areas_) rte_free(a);
+}
+
+std::vector<std::string> Generator::startup_lines() const {
+  std::vector<std::string> out;
+  out.push_back(port_->describe() + (zero_copy_ ? ", zero-copy payloads" : ", payloads copied"));
+  for (const auto& j : *jobs_) {
+    out.push_back(gen::describe(j.wl.spec()) + ", " + std::to_string(j.wl.layout().chunk_count()) + " chunks, " +
+                  std::to_string(j.wl.segments_total()) + " packets per worker round, workers " +
+                  ipv4_text(j.addrs.ip_of(0)) + ".." + ipv4_text(j.addrs.ip_of(j.wl.spec().workers - 1)));
+  }
+  for (const auto& l : lcores_) {
+    std::string line = "lcore " + std::to_string(l->resources().lcore_id) + ": queues";
+    for (uint16_t q : l->resources().queues) line += " " + std::to_string(q);
+    line += "; segments";
+    for (const auto& p : l->partitions()) line += " " + std::to_string(p->slots().size());
+
+    out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace phub::pktgen

@@ -1,0 +1,67 @@
+// The DPDK side of phub-pktgen: mempools, the port, the jobs' payload templates in DPDK memory, and the
+// generator lcores; runs are started, drained and finished from the control thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lcore.hpp"
+#include "phub/base/expected.hpp"
+#include "phub/drivers/eth_port.hpp"
+#include "phub/drivers/mempool.hpp"
+#include "settings.hpp"
+#include "target.hpp"
+
+namespace phub::pktgen {
+
+struct GenConfig {
+  PortSettings port;
+  Target target;
+  uint32_t worker_ip = 0;           // first worker address; 0: derived from the job's allowed sources or the server
+};
+
+class Generator {
+ public:
+  [[nodiscard]] static Expected<std::unique_ptr<Generator>, std::string> create(const GenConfig& cfg);
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  // Wait for the link, then learn the server's MAC by ARP unless it was given.
+  [[nodiscard]] Expected<void, std::string> resolve(double timeout_s);
+  [[nodiscard]] Expected<void, std::string> start(const RunSettings& s);
+  void drain();
+  void finish();
+  [[nodiscard]] bool settled() const;
+  [[nodiscard]] bool rounds_done() const;
+  // Stop the lcores (after this, counters and mismatch examples are stable).
+  void shutdown();
+
+  [[nodiscard]] const std::vector<std::unique_ptr<GenLcore>>& lcores() const noexcept { return lcores_; }
+  [[nodiscard]] const std::vector<JobRuntime>& jobs() const noexcept { return *jobs_; }
+  [[nodiscard]] const drivers::EthPort& port() const noexcept { return *port_; }
+  [[nodiscard]] std::vector<std::string> startup_lines() const;
+
+ private:
+  Generator() = default;
+  Expected<void, std::string> place_templates();
+  Expected<void, std::string> wait_link(std::chrono::steady_clock::time_point deadline);
+  bool arp_exchange(std::chrono::steady_clock::time_point until);
+  Expected<void, std::string> launch();
+  void post_all(Cmd c, const RunSettings& s);
+
+  GenConfig cfg_;
+  drivers::Mempool hdr_pool_, ext_pool_, full_pool_;
+  std::unique_ptr<drivers::EthPort> port_;
+  std::unique_ptr<std::vector<JobRuntime>> jobs_;
+  std::vector<void*> dma_areas_;
+  std::vector<std::unique_ptr<GenLcore>> lcores_;
+  bool launched_ = false;
+  bool zero_copy_ = false;
+};
+
+}  // namespace phub::pktgen

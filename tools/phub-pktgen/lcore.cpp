@@ -1,0 +1,261 @@
+// The generator lcore's loop, its control handshake, and the receive path (results, errors, ARP).
+#include "lcore.hpp"
+
+#include "frame_cache.hpp"
+
+#include <rte_cycles.h>
+#include <rte_ether.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "phub/proto/arp_icmp.hpp"
+
+namespace phub::pktgen {
+
+uint64_t now_ns() noexcept {
+  static const double ns_per_tsc = 1e9 / static_cast<double>(rte_get_tsc_hz());
+  static const uint64_t t0 = rte_rdtsc();
+  return static_cast<uint64_t>(static_cast<double>(rte_rdtsc() - t0) * ns_per_tsc) + 1'000'000;
+}
+
+GenLcore::GenLcore(LcoreResources r) : r_(std::move(r)), txq_(r_.port_queues) {
+  const auto& jobs = *r_.jobs;
+  std::vector<uint16_t> owners;
+  uint16_t server_lcores = 1;
+  for (const auto& j : jobs) server_lcores = std::max(server_lcores, j.wl.spec().server_lcores);
+  for (uint16_t o = 0; o < server_lcores; ++o) owner_queue_.push_back(static_cast<uint16_t>(o % r_.port_queues));
+  for (uint16_t o = 0; o < server_lcores; ++o) {
+    for (uint16_t q : r_.queues) {
+      if (queue_of(o) == q) owners.push_back(o);
+    }
+  }
+  for (const auto& j : jobs) parts_.push_back(std::make_unique<gen::Partition>(j.wl, owners));
+  shinfo_.resize(jobs.size());
+  for (auto& s : shinfo_) {
+    s.free_cb = [](void*, void*) {};  // the payload areas live as long as the generator
+    s.fcb_opaque = nullptr;
+    rte_mbuf_ext_refcnt_set(&s, 1);
+  }
+
+  const std::string name = "pktgen_in" + std::to_string(r_.index);
+  inbox_ = rte_ring_create(name.c_str(), 4096, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
+}
+
+GenLcore::~GenLcore() {
+  cache_.clear();
+  for (auto& q : txq_) {
+    for (; q.count > 0; --q.count, q.head = (q.head + 1) & (kTxSlots - 1)) rte_pktmbuf_free(q.pkts[q.head]);
+  }
+  if (inbox_ != nullptr) {
+    void* m = nullptr;
+    while (rte_ring_sc_dequeue(inbox_, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+    rte_ring_free(inbox_);
+  }
+}
+
+size_t GenLcore::cached_frames(size_t j) const noexcept { return j < cache_.size() ? cache_[j]->frames() : 0; }
+
+void GenLcore::build_caches() {
+  if (!cache_.empty()) return;
+  const auto& jobs = *r_.jobs;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const std::string name = "pktgen_fc" + std::to_string(r_.index) + "_" + std::to_string(j);
+    cache_.push_back(std::make_unique<FrameCache>(jobs[j], *parts_[j], r_.frame_cache_bytes, name,
+                                                  static_cast<int>(rte_socket_id())));
+  }
+}
+
+void GenLcore::connect(std::vector<GenLcore*> peers, std::vector<uint16_t> owner_lcore) {
+  peers_ = std::move(peers);
+  owner_lcore_ = std::move(owner_lcore);
+}
+
+void GenLcore::post(Cmd c, const RunSettings& s, double rate_share_pps, bool inject) {
+  cmd_ = c;
+  settings_ = s;
+  rate_share_pps_ = rate_share_pps;
+  inject_ = inject;
+  const uint32_t seq = cmd_seq_.load() + 1;
+  cmd_seq_.store(seq, std::memory_order_release);
+  while (ack_seq_.load(std::memory_order_acquire) != seq) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+void GenLcore::execute(Cmd c, uint64_t now) noexcept {
+  switch (c) {
+    case Cmd::start: {
+      gen::Knobs k;
+      k.mode = settings_.mode;
+      k.window = settings_.window;
+      k.rto_ns = static_cast<uint64_t>(settings_.rto_ms * 1e6);
+      k.loss = settings_.loss;
+      k.dup = settings_.dup;
+      k.reorder = settings_.reorder;
+      k.max_rounds = settings_.rounds;
+      k.seed = settings_.seed + r_.index * 7919;
+      for (auto& p : parts_) p->start(k, now);
+      active_ = true;
+      tokens_ = 0;
+      tokens_ns_ = now;
+      faults_left_ = inject_ ? settings_.inject : decltype(faults_left_){};
+      fault_job_ = 0;
+      for (size_t j = 0; j < r_.jobs->size(); ++j) {
+        if ((*r_.jobs)[j].wl.spec().id == settings_.inject_job) fault_job_ = j;
+      }
+      break;
+    }
+    case Cmd::drain:
+      for (auto& p : parts_) p->drain();
+      break;
+    case Cmd::finish:
+      for (auto& p : parts_) p->finish(now);
+      break;
+    default:
+      break;
+  }
+  bool all_settled = true;
+  for (const auto& p : parts_) all_settled = all_settled && p->settled();
+  settled_.store(all_settled, std::memory_order_release);
+  rounds_done_.store(false, std::memory_order_release);
+}
+
+int GenLcore::run() noexcept {
+  constexpr uint16_t kBurst = 32;
+  rte_mbuf* pkts[kBurst];
+  uint32_t idle = 0;
+  uint32_t seen = 0;
+  for (;;) {
+    const uint32_t seq = cmd_seq_.load(std::memory_order_acquire);
+    const uint64_t now = now_ns();  // once per iteration: the TSC is slow to read in some VMs
+    if (seq != seen) {
+      seen = seq;
+      if (cmd_ == Cmd::exit) {
+        ack_seq_.store(seq, std::memory_order_release);
+        break;
+      }
+      execute(cmd_, now);
+      ack_seq_.store(seq, std::memory_order_release);
+    }
+    uint32_t work = 0;
+    for (uint16_t q : r_.queues) {
+      const uint16_t n = r_.port->rx(q, pkts, kBurst);
+      work += n;
+      for (uint16_t i = 0; i < n; ++i) {
+        c_.rx_packets.add();
+        c_.rx_bytes.add(pkts[i]->pkt_len);
+        rx(pkts[i], now);
+      }
+    }
+    const unsigned handed = rte_ring_sc_dequeue_burst(inbox_, reinterpret_cast<void**>(pkts), kBurst, nullptr);
+    for (unsigned i = 0; i < handed; ++i) rx(pkts[i], now);
+    work += handed;
+    if (active_) work += generate(now);
+    flush(now);
+    bool all_settled = true, all_done = true;
+    for (const auto& p : parts_) {
+      all_settled = all_settled && p->settled();
+      all_done = all_done && (p->rounds_done() || p->slots().size() == 0);
+    }
+    settled_.store(all_settled, std::memory_order_release);
+    rounds_done_.store(all_done, std::memory_order_release);
+    if (all_settled && pending() == 0) active_ = false;
+    c_.loops.add();
+    if (work != 0) {
+      idle = 0;
+      continue;
+    }
+    c_.idle_loops.add();
+    if (!active_ || (r_.idle_sleep_us != 0 && ++idle > 64)) {
+      rte_delay_us_sleep(active_ ? r_.idle_sleep_us : 100);
+      idle = 0;
+    }
+  }
+  return 0;
+}
+
+void GenLcore::handle_arp(rte_mbuf* m) noexcept {
+  const auto frame = std::span<const std::byte>(rte_pktmbuf_mtod(m, const std::byte*), m->data_len);
+  auto l2 = proto::parse_l2(frame);
+  if (!l2) return;
+  auto arp = proto::parse_arp(frame, *l2);
+  if (!arp || arp->op != proto::ArpOp::request) return;
+  for (const auto& j : *r_.jobs) {
+    const uint32_t lo = j.addrs.ip_of(0), hi = j.addrs.ip_of(static_cast<uint16_t>(j.wl.spec().workers - 1));
+    if (arp->target_ip < lo || arp->target_ip > hi) continue;
+    rte_mbuf* r = rte_pktmbuf_alloc(r_.full_pool);
+    if (r == nullptr) return c_.no_mbuf.add();
+    auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(r, 60));
+    std::memset(p, 0, 60);
+    (void)proto::build_arp_reply(*arp, j.addrs.src_mac, arp->target_ip,
+                                 std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
+    c_.arp_replies.add();
+    enqueue(r_.queues.empty() ? 0 : r_.queues[0], r);
+    return;
+  }
+}
+
+void GenLcore::rx(rte_mbuf* m, uint64_t now) noexcept {
+  if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+    c_.rx_malformed.add();
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const auto frame = std::span<const std::byte>(rte_pktmbuf_mtod(m, const std::byte*), m->data_len);
+  auto f = proto::parse_phub_frame(frame);
+  if (!f) {
+    if (frame.size() >= proto::kEthBytes && frame[12] == std::byte{0x08} && frame[13] == std::byte{0x06}) {
+      handle_arp(m);
+    } else {
+      c_.rx_malformed.add();
+    }
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const auto& jobs = *r_.jobs;
+  size_t j = 0;
+  while (j < jobs.size() && jobs[j].wl.spec().id != f->hdr.job_id) ++j;
+  if (j == jobs.size()) {
+    c_.rx_unknown_job.add();
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const JobRuntime& job = jobs[j];
+  if (f->hdr.opcode == proto::Opcode::push || f->hdr.opcode == proto::Opcode::init) {
+    c_.rx_echo.add();
+    c_.rx_echo_bytes.add(f->payload.size());
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const uint16_t owner = static_cast<uint16_t>(f->udp.src_port - job.wl.spec().port_base);
+  if (owner < owner_lcore_.size() && owner_lcore_[owner] != r_.index) {
+    if (rte_ring_mp_enqueue(peers_[owner_lcore_[owner]]->inbox_, m) != 0) {
+      c_.rx_other.add();
+      rte_pktmbuf_free(m);
+    } else {
+      c_.handed_off.add();
+    }
+    return;
+  }
+  if (job.wl.authenticated() &&
+      !proto::verify_header(job.wl.key(), frame.subspan(f->udp.payload_offset).first<proto::kHeaderBytes>())) {
+    c_.rx_bad_tag.add();
+    rte_pktmbuf_free(m);
+    return;
+  }
+  gen::Partition& part = *parts_[j];
+  const int64_t slot = part.slots().find(f->hdr.chunk_id, f->hdr.elem_offset);
+  if (f->hdr.opcode == proto::Opcode::result) {
+    (void)part.on_result(f->hdr.rank, slot < 0 ? UINT32_MAX : static_cast<uint32_t>(slot), f->hdr.round, f->payload,
+                         now);
+  } else if (f->hdr.opcode == proto::Opcode::error) {
+    part.on_error(f->hdr.rank, slot, f->hdr.round, f->hdr.status, now);
+  } else {
+    c_.rx_other.add();
+  }
+  rte_pktmbuf_free(m);
+}
+
+}  // namespace phub::pktgen

@@ -1,0 +1,189 @@
+// phub-pktgen: a DPDK packet generator that emulates the workers of phub jobs, verifies every result,
+// and measures goodput, loss and round latency; Lua-scriptable; writes replayable pcap traces.
+#include <rte_eal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include "generator.hpp"
+#include "options.hpp"
+#include "scenario.hpp"
+#include "session.hpp"
+#include "trace.hpp"
+
+namespace {
+
+using namespace phub::pktgen;
+
+void on_signal(int) { g_interrupted.store(true); }
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "phub-pktgen: %s\n", what.c_str());
+  return 1;
+}
+
+phub::Expected<Target, std::string> build_target(const Options& o) {
+  Target t;
+  if (!o.server_config.empty()) {
+    auto c = target_from_config(o.server_config);
+    if (!c) return phub::unexpected(c.error());
+    t = std::move(*c);
+    if (!o.job_texts.empty()) t.jobs.clear();
+  } else {
+    t.server_lcores = std::max<uint16_t>(o.server_lcores, 1);
+  }
+  if (o.server_lcores != 0) t.server_lcores = o.server_lcores;
+  for (const auto& text : o.job_texts) {
+    auto s = parse_job(text, t.server_lcores);
+    if (!s) return phub::unexpected(s.error());
+    t.jobs.push_back(TargetJob{std::move(*s), {}, 0, 0});
+  }
+  if (!o.only_jobs.empty()) {
+    std::erase_if(t.jobs, [&](const TargetJob& j) {
+      return std::find(o.only_jobs.begin(), o.only_jobs.end(), j.spec.id) == o.only_jobs.end();
+    });
+  }
+  if (t.jobs.empty()) return phub::unexpected(std::string("no jobs: give --server-config or --job (see --help)"));
+  if (o.mtu != 0) t.mtu = o.mtu;
+  if (!o.server_ip.empty()) {
+    auto ip = parse_ipv4(o.server_ip);
+    if (!ip) return phub::unexpected("--server-ip: " + ip.error());
+    t.server_ip = *ip;
+  }
+  if (!o.server_mac.empty()) {
+    auto mac = parse_mac(o.server_mac);
+    if (!mac) return phub::unexpected("--server-mac: " + mac.error());
+    t.server_mac = *mac;
+  }
+  for (auto& j : t.jobs) {
+    j.spec.server_lcores = t.server_lcores;
+    if (o.values == "order") j.spec.values = phub::gen::Values::order_sensitive;
+    if (o.values == "exact") j.spec.values = phub::gen::Values::exact;
+    j.spec.crc = j.spec.crc || o.crc;
+  }
+  if (!o.values.empty() && o.values != "order" && o.values != "exact") {
+    return phub::unexpected("--values: '" + o.values + "' is not exact|order");
+  }
+  return t;
+}
+
+// With --linger: keep the port open (lcores stopped) until SIGTERM/SIGINT or the time is up, so that a
+// harness can stop the server first; a memif peer that disconnects under a polling server can crash it.
+void linger(double seconds) {
+  if (seconds <= 0) return;
+  std::fprintf(stderr, "pktgen: done\n");
+  std::fflush(stderr);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  g_interrupted.store(false);
+  while (!g_interrupted.load() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Prints `rec` as JSON on stdout (with --json) and to --json-file.
+void emit_json(const Options& o, const Record& rec) {
+  const std::string text = rec.to_json() + "\n";
+  if (o.json) std::fputs(text.c_str(), stdout);
+  if (!o.json_file.empty()) std::ofstream(o.json_file) << text;
+}
+
+int offline(const Options& o, const Target& t) {
+  uint32_t worker_ip = 0;
+  if (!o.worker_ip.empty()) {
+    auto ip = parse_ipv4(o.worker_ip);
+    if (!ip) return fail("--worker-ip: " + ip.error());
+    worker_ip = *ip;
+  }
+  auto rec = o.write_pcap.empty() ? verify_trace(t, o.verify_pcap)
+                                  : write_trace(t, TraceOptions{o.write_pcap, o.pcap_rounds, worker_ip, {0x02, 0x70, 0x67, 0, 0, 1}});
+  if (!rec) return fail(rec.error());
+  emit_json(o, *rec);
+  if (!o.json) std::fputs(rec->to_json().c_str(), stderr);
+  return rec->number("mismatches") != 0 ? 2 : 0;
+}
+
+int online(const Options& o, const Target& t) {
+  GenConfig gc;
+  gc.port = o.port;
+  gc.target = t;
+  if (!o.worker_ip.empty()) {
+    auto ip = parse_ipv4(o.worker_ip);
+    if (!ip) return fail("--worker-ip: " + ip.error());
+    gc.worker_ip = *ip;
+  }
+  if (o.port.devargs.empty()) return fail("--port is required (e.g. net_memif0,role=client,socket=/tmp/phub.sock)");
+  if (t.server_ip == 0) return fail("no server address: give --server-ip or --server-config");
+  auto g = Generator::create(gc);
+  if (!g) return fail(g.error());
+  for (const auto& line : (*g)->startup_lines()) std::fprintf(stderr, "pktgen: %s\n", line.c_str());
+  if (auto r = (*g)->resolve(o.link_timeout_s); !r) return fail(r.error());
+  std::fprintf(stderr, "pktgen: ready\n");
+
+  Session session(**g, !o.quiet);
+  ScenarioResult sr;
+  if (!o.scenario.empty()) {
+    sr = run_scenario(o.scenario, session, **g, o.run);
+  } else if (auto r = session.run(o.run); !r) {
+    sr.error = r.error();
+  }
+  (*g)->shutdown();
+
+  Record out;
+  auto steps = list();
+  for (const auto& s : session.steps()) {
+    steps->push(std::make_shared<Record>(s));
+    std::fputs(human_summary(s).c_str(), o.json ? stderr : stdout);
+  }
+  out.set("steps", steps);
+  out.set("results", std::make_shared<Record>(sr.results));
+  auto failures = list();
+  for (const auto& f : sr.failures) failures->push(f);
+  out.set("failures", failures);
+  auto examples = list();
+  for (const auto& l : (*g)->lcores()) {
+    for (size_t j = 0; j < l->partitions().size(); ++j) {
+      for (const auto& m : l->partitions()[j]->verifier().mismatches()) {
+        examples->push(m.describe((*g)->jobs()[j].wl.spec().id));
+        std::fprintf(stderr, "pktgen: MISMATCH %s\n", m.describe((*g)->jobs()[j].wl.spec().id).c_str());
+      }
+    }
+  }
+  out.set("mismatch_examples", examples);
+  if (!sr.error.empty()) out.set("error", sr.error);
+  const bool ok = sr.error.empty() && sr.failures.empty() && !session.verification_failed();
+  out.set("ok", ok);
+  emit_json(o, out);
+  if (!sr.error.empty()) std::fprintf(stderr, "phub-pktgen: %s\n", sr.error.c_str());
+  linger(o.linger_s);
+  return !sr.error.empty() && sr.failures.empty() ? 1 : ok ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto opts = parse_options(argc, argv);
+  if (!opts) return fail(opts.error() + " (see --help)");
+  if (opts->help) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  auto target = build_target(*opts);
+  if (!target) return fail(target.error());
+  if (!opts->write_pcap.empty() || !opts->verify_pcap.empty()) return offline(*opts, *target);
+
+  std::vector<std::string> eal = opts->eal_args;
+  eal.insert(eal.begin(), "phub-pktgen");
+  std::vector<char*> eal_argv(eal.size());
+  std::transform(eal.begin(), eal.end(), eal_argv.begin(), [](std::string& w) { return w.data(); });
+  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) return fail("EAL initialisation failed");
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const int rc = online(*opts, *target);
+  rte_eal_cleanup();
+  return rc;
+}
