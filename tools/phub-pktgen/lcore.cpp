@@ -76,9 +76,11 @@ void GenLcore::connect(std::vector<GenLcore*> peers, std::vector<uint16_t> owner
 
 void GenLcore::post(Cmd c, const RunSettings& s, double rate_share_pps, bool inject) {
   cmd_ = c;
-  settings_ = s;
-  rate_share_pps_ = rate_share_pps;
-  inject_ = inject;
+  if (c == Cmd::start) {  // drain and finish act on the running step: its mode and rate stay
+    settings_ = s;
+    rate_share_pps_ = rate_share_pps;
+    inject_ = inject;
+  }
   const uint32_t seq = cmd_seq_.load() + 1;
   cmd_seq_.store(seq, std::memory_order_release);
   while (ack_seq_.load(std::memory_order_acquire) != seq) std::this_thread::sleep_for(std::chrono::microseconds(100));
