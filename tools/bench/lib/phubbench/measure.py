@@ -65,9 +65,9 @@ def server_goodput(exes, *, workers=8, dtype="fp32", elems=2_000_000, chunk_byte
     step["server_drops"] = counters["drops"]
     step["server_lcores"] = lcores
     # The server's own TSC count of the loop iterations that found work, per packet received, over its lcores.
-    busy = sum(l.get("busy_cycles", 0) for l in counters["lcores"])
+    busy_cycles = sum(l.get("busy_cycles", 0) for l in counters["lcores"])
     rx = sum(l.get("rx_packets", 0) for l in counters["lcores"])
-    step["server_busy_cycles_per_packet"] = busy / rx if rx else None
+    step["server_busy_cycles_per_packet"] = busy_cycles / rx if rx else None
     step["server_busy_percent"] = [l.get("busy_percent") for l in counters["lcores"]]
     step["busy_before"] = busy
     return step
