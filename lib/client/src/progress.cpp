@@ -149,7 +149,6 @@ void Client::start_chunk(uint32_t slot, uint32_t c, uint64_t now) {
   cs.missing = segs;
   cs.missing_bytes = uint64_t{plan_->layout().chunk(c).elems} * plan_->elem_bytes();
   cs.resent = false;
-  cs.early_resent = false;
   cs.first_ns = now;
   tracker_.clear(first, segs);
   window_.on_send(cs.missing_bytes);

@@ -84,7 +84,8 @@ class Client {
     uint32_t op = kNone;        // slot of the operation using the chunk
     uint32_t missing = 0;       // segments still without a result
     bool resent = false;        // something of the current operation was sent again (Karn's rule)
-    bool early_resent = false;  // pushed again on a later result's evidence (until proven needless)
+    bool early_resent = false;  // round early_round was pushed again on a later result's evidence, not yet
+    uint32_t early_round = 0;   // proven needless (the proof may come after the chunk's next round started)
     uint64_t missing_bytes = 0; // result bytes still awaited (the window's accounting)
     uint64_t first_ns = 0;      // first transmission of the current operation
     uint64_t xmit_ns = 0;       // latest transmission of its missing segments
