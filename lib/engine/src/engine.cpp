@@ -306,6 +306,7 @@ Totals Engine::totals() const {
     t.lcores.results_copied += c.results_copied;
     t.lcores.idle_sleeps += c.idle_sleeps;
     t.lcores.loops += c.loops;
+    t.lcores.busy_loops += c.busy_loops;
     t.lcores.busy_tsc += c.busy_tsc;
     t.lcores.total_tsc += c.total_tsc;
     for (size_t d = 0; d < kDropCount; ++d) t.lcores.drops[d] += c.drops[d];
@@ -346,7 +347,7 @@ std::string Engine::format_counters() const {
       << " tx_packets " << c.tx_packets << " tx_bytes " << c.tx_bytes << " redirected_out " << c.redirected_out
       << " redirected_in " << c.redirected_in << " arp_replies " << c.arp_replies << " icmp_replies "
       << c.icmp_replies << " results_copied " << c.results_copied << " idle_sleeps " << c.idle_sleeps
-      << " busy_cycles " << c.busy_tsc << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0)
+      << " loops " << c.loops << " busy_loops " << c.busy_loops << " busy_cycles " << c.busy_tsc << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0)
       << "\n";
   }
   for (size_t j = 0; j < t.jobs.size(); ++j) {

@@ -92,7 +92,10 @@ int Lcore::run() noexcept {
       next_timer = now + timer_period;
     }
     ++counters_.loops;
-    if (work != 0) counters_.busy_tsc += now - iteration_start;
+    if (work != 0) {
+      ++counters_.busy_loops;
+      counters_.busy_tsc += now - iteration_start;
+    }
     counters_.total_tsc = now - started;
     rte_rcu_qsbr_quiescent(r_.qsbr, r_.index);
 

@@ -57,6 +57,7 @@ struct alignas(64) LcoreCounters {
   uint64_t results_copied = 0;   // result payload copied because the port cannot send chained mbufs
   uint64_t idle_sleeps = 0;
   uint64_t loops = 0;
+  uint64_t busy_loops = 0;  // loop iterations that found work (rx_packets / busy_loops: mean RX burst)
   uint64_t busy_tsc = 0;   // TSC cycles spent in loop iterations that found work
   uint64_t total_tsc = 0;  // TSC cycles since the loop started
   std::array<uint64_t, kDropCount> drops{};
