@@ -95,7 +95,11 @@ class GenLcore {
   void handle_arp(rte_mbuf* m) noexcept;
   uint32_t generate(uint64_t now) noexcept;
   uint32_t send_orders(size_t job, std::span<const gen::PushOrder> orders) noexcept;
-  rte_mbuf* build_push(size_t job, const gen::PushOrder& o) noexcept;
+  // `fresh`: an mbuf of the full pool to build into (null: allocate one).
+  rte_mbuf* build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fresh) noexcept;
+  // Whether the job's pushes are built whole (payload copied) rather than chained to its template.
+  [[nodiscard]] bool copies_payload(size_t job) const noexcept;
+  static constexpr size_t kMaxOrders = 32;  // pushes ordered per job and loop iteration
   uint32_t inject_faults(uint64_t now) noexcept;
   void enqueue(uint16_t queue, rte_mbuf* m) noexcept;
   void flush(uint64_t now) noexcept;

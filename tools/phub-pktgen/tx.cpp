@@ -60,13 +60,13 @@ void GenLcore::flush(uint64_t now) noexcept {
   }
 }
 
-rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o) noexcept {
+rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fresh) noexcept {
   if (rte_mbuf* cached = job < cache_.size() ? cache_[job]->get(o) : nullptr; cached != nullptr) return cached;
   const JobRuntime& j = (*r_.jobs)[job];
   const gen::Slot& slot = parts_[job]->slots()[o.slot];
   const auto payload = gen::push_payload(j.wl, slot, o);
-  const bool zero_copy = r_.zero_copy && j.push_area != nullptr;
-  rte_mbuf* m = rte_pktmbuf_alloc(zero_copy ? r_.hdr_pool : r_.full_pool);
+  const bool zero_copy = !copies_payload(job);
+  rte_mbuf* m = fresh != nullptr ? fresh : rte_pktmbuf_alloc(zero_copy ? r_.hdr_pool : r_.full_pool);
   if (m == nullptr) {
     c_.no_mbuf.add();
     return nullptr;
@@ -105,15 +105,28 @@ rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o) noexcept {
   return m;
 }
 
+bool GenLcore::copies_payload(size_t job) const noexcept {
+  return !r_.zero_copy || (*r_.jobs)[job].push_area == nullptr;
+}
+
 uint32_t GenLcore::send_orders(size_t job, std::span<const gen::PushOrder> orders) noexcept {
+  // Frames built whole (payload copied, no pre-built frames) take their mbufs from the pool in one go.
+  rte_mbuf* fresh[kMaxOrders];
+  size_t nfresh = 0, used = 0;
+  const bool cached = job < cache_.size() && cache_[job] != nullptr;
+  if (!cached && copies_payload(job) && orders.size() <= kMaxOrders &&
+      rte_pktmbuf_alloc_bulk(r_.full_pool, fresh, static_cast<unsigned>(orders.size())) == 0) {
+    nfresh = orders.size();
+  }
   uint32_t sent = 0;
   for (const auto& o : orders) {
     if (o.drop) continue;
-    rte_mbuf* m = build_push(job, o);
+    rte_mbuf* m = build_push(job, o, used < nfresh ? fresh[used++] : nullptr);
     if (m == nullptr) continue;
     enqueue(queue_of(parts_[job]->slots()[o.slot].owner), m);
     ++sent;
   }
+  if (used < nfresh) rte_pktmbuf_free_bulk(fresh + used, static_cast<unsigned>(nfresh - used));
   pushes_since_fault_ += orders.size();
   return sent;
 }
@@ -152,7 +165,7 @@ uint32_t GenLcore::inject_faults(uint64_t now) noexcept {
 
 uint32_t GenLcore::generate(uint64_t now) noexcept {
   if (pending() >= kHighWater) return 0;
-  constexpr size_t kOrders = 32;
+  constexpr size_t kOrders = kMaxOrders;
   gen::PushOrder orders[kOrders];
   uint32_t made = 0;
   for (size_t j = 0; j < parts_.size(); ++j) {

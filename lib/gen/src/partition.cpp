@@ -136,7 +136,15 @@ void Partition::maybe_settled() noexcept {
 size_t Partition::emit(std::span<PushOrder> out, size_t n, uint16_t rank, uint32_t slot, uint64_t round,
                        bool retransmit, uint64_t now_ns) {
   const uint64_t bytes = slots_[slot].elems * wl_->in_bytes();
-  PushOrder o{rank, slot, round, false, retransmit, false};
+  // Written field by field: a whole-struct copy of an order just assembled from narrower stores would
+  // stall on store forwarding, once per push.
+  PushOrder& o = out[n];
+  o.rank = rank;
+  o.slot = slot;
+  o.round = round;
+  o.init = false;
+  o.retransmit = retransmit;
+  o.drop = false;
   stats_.pushes.add();
   stats_.push_bytes.add(bytes);
   (retransmit ? stats_.retransmits : stats_.originals).add();
@@ -146,7 +154,6 @@ size_t Partition::emit(std::span<PushOrder> out, size_t n, uint16_t rank, uint32
     o.drop = true;
     stats_.dropped.add();
   }
-  out[n] = o;
   if (o.drop || knobs_.dup <= 0 || n + 1 >= out.size() || rand01() >= knobs_.dup) return 1;
   out[n + 1] = o;
   stats_.duplicated.add();

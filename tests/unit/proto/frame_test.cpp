@@ -1,6 +1,7 @@
 // Tests of Ethernet/IPv4/UDP framing: build/parse round trip, checksums, and every malformation.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 
 #include "phub/base/bytes.hpp"
@@ -38,6 +39,27 @@ TEST(Frame, BuildThenParseGivesEveryLayer) {
   EXPECT_EQ(p->payload.size(), 352u * 4);
   EXPECT_EQ(p->payload.data() - f.data(), static_cast<std::ptrdiff_t>(kFrameHeadersBytes));
   EXPECT_EQ(std::memcmp(p->payload.data(), bytes_of(352 * 4).data(), 352 * 4), 0);
+}
+
+TEST(Frame, IpHeaderChecksumHoldsForAnyAddressesTtlAndLength) {
+  // The builder sums the header's fields arithmetically; the bytes it wrote must verify to zero.
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (int i = 0; i < 2000; ++i) {
+    FlowAddrs a = sample_addrs();
+    a.src_ip = i == 0 ? 0xffffffffu : static_cast<uint32_t>(next());
+    a.dst_ip = i == 0 ? 0xffffffffu : static_cast<uint32_t>(next());
+    a.ttl = i == 0 ? 255 : static_cast<uint8_t>(next());
+    const size_t payload = i == 0 ? 65535 - kIpv4Bytes - kUdpBytes : next() % 9000;
+    std::array<std::byte, kEthBytes + kIpv4Bytes + kUdpBytes> f{};
+    write_eth_ipv4_udp(a, payload, f);
+    ASSERT_EQ(inet_checksum(std::span<const std::byte>(f.data() + kEthBytes, kIpv4Bytes)), 0) << i;
+  }
 }
 
 TEST(Frame, UdpChecksumVerifiesOverPseudoHeader) {
