@@ -63,9 +63,8 @@ void Lcore::handle_frame(rte_mbuf* m, uint16_t port, const Snapshot& s, bool fro
     rte_pktmbuf_free(m);
   };
 
-  auto l2 = proto::parse_l2(rx.frame);
-  if (!l2) return malformed(l2.error());
-  rx.l2 = *l2;
+  // Parsed in place into rx (no copies of structs written field by field a moment before).
+  if (auto e = proto::parse_l2_into(rx.frame, rx.l2)) return malformed(*e);
   if (rx.l2.dst != pi.mac && rx.l2.dst != kBroadcast) return drop(Drop::not_for_us);
   if (rx.l2.ether_type == proto::kEtherTypeArp) {
     handle_arp(rx, s);
@@ -75,16 +74,12 @@ void Lcore::handle_frame(rte_mbuf* m, uint16_t port, const Snapshot& s, bool fro
   if (rx.l2.ether_type != proto::kEtherTypeIpv4) return drop(Drop::non_ip);
 
   const bool ip_good = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
-  auto ip = proto::parse_ipv4(rx.frame, rx.l2, !ip_good);
-  if (!ip) return malformed(ip.error());
-  rx.ip = *ip;
+  if (auto e = proto::parse_ipv4_into(rx.frame, rx.l2, !ip_good, rx.ip)) return malformed(*e);
   if (rx.ip.dst != pi.ipv4) return drop(Drop::not_for_us);
   if (rx.ip.protocol == proto::kIpProtoIcmp) return handle_icmp(m, rx);
   if (rx.ip.protocol != proto::kIpProtoUdp) return drop(Drop::ip_other_protocol);
 
-  auto udp = proto::parse_udp(rx.frame, rx.ip);
-  if (!udp) return malformed(udp.error());
-  rx.udp = *udp;
+  if (auto e = proto::parse_udp_into(rx.frame, rx.ip, rx.udp)) return malformed(*e);
   if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD) return drop(Drop::udp_checksum_bad);
   const uint16_t job = s.port_to_job[rx.udp.dst_port];
   if (job == 0) return drop(Drop::unknown_port);
@@ -135,13 +130,11 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     rte_pktmbuf_free(m);
   };
   rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
-  auto hdr = proto::parse_header(rx.msg);
-  if (!hdr) {
-    ++counters_.malformed[static_cast<size_t>(hdr.error())];
+  if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) {
+    ++counters_.malformed[static_cast<size_t>(*e)];
     rte_pktmbuf_free(m);
     return;
   }
-  rx.hdr = *hdr;
   rx.payload = rx.msg.subspan(proto::kHeaderBytes);
 
   const JobPlan& plan = *s.jobs[job_index];

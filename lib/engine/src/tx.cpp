@@ -63,6 +63,17 @@ proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round,
 
 }  // namespace
 
+// Chain `ext` to `hdr`, pointing at `bytes` of the result buffer from `off_bytes`; the caller has counted the
+// reference in the buffer's refcount.
+void Lcore::chain_result(rte_mbuf* hdr, rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept {
+  rte_pktmbuf_attach_extbuf(ext, b->data + off_bytes, b->data_iova + off_bytes, bytes, &b->shinfo);
+  ext->data_len = bytes;
+  ext->pkt_len = bytes;
+  hdr->next = ext;
+  hdr->nb_segs = 2;
+  hdr->pkt_len += bytes;
+}
+
 // Fill `hdr` (a fresh header mbuf) with the result segment for `rank` and chain `ext` (a fresh mbuf of the
 // data-room-0 pool) to the result buffer, or copy the payload into `hdr` when `ext` is null.
 bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
@@ -77,12 +88,7 @@ bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const
   if (ext != nullptr) {
     ResultBuf* b = LcoreJob::buf(c, buf);
     rte_mbuf_ext_refcnt_update(&b->shinfo, 1);
-    rte_pktmbuf_attach_extbuf(ext, b->data + off_bytes, b->data_iova + off_bytes, h.payload_bytes, &b->shinfo);
-    ext->data_len = h.payload_bytes;
-    ext->pkt_len = h.payload_bytes;
-    hdr->next = ext;
-    hdr->nb_segs = 2;
-    hdr->pkt_len += h.payload_bytes;
+    chain_result(hdr, ext, b, off_bytes, h.payload_bytes);
     return true;
   }
   auto* dst = rte_pktmbuf_append(hdr, h.payload_bytes);
@@ -138,9 +144,21 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
       count_drop(Drop::no_mbuf);
       continue;
     }
+    // One header for all ranks (rank and seq change), one atomic refcount update for all references.
+    ResultBuf* b = LcoreJob::buf(c, c.cur);
+    rte_mbuf_ext_refcnt_update(&b->shinfo, n);
+    proto::Header h = result_header(plan, c, c.round, seg, 0);
+    const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
     for (uint16_t i = 0; i < n; ++i) {
       const Peer& peer = lj.peer(ranks[i]);
-      if (!fill_result(hdrs[i], exts[i], plan, c, c.cur, c.round, seg, ranks[i], peer)) continue;
+      h.rank = ranks[i];
+      h.seq = seq_++;
+      if (!write_message(hdrs[i], plan, peer, h)) {  // hdrs[i] is freed; the chunk still holds its own reference
+        rte_pktmbuf_free(exts[i]);
+        rte_mbuf_ext_refcnt_update(&b->shinfo, -1);
+        continue;
+      }
+      chain_result(hdrs[i], exts[i], b, off_bytes, h.payload_bytes);
       ++lj.counters.results_sent;
       tx_[peer.port].add(hdrs[i], counters_);
     }

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstring>
+#include <optional>
 
 #include "phub/base/bytes.hpp"
 
@@ -44,76 +45,95 @@ uint16_t inet_checksum(std::span<const std::byte> data, uint32_t initial_sum) no
   return static_cast<uint16_t>(~sum & 0xffff);
 }
 
-Expected<L2, ParseError> parse_l2(std::span<const std::byte> frame) noexcept {
-  if (frame.size() < kEthBytes) return unexpected(ParseError::frame_too_short);
-  L2 l2;
+std::optional<ParseError> parse_l2_into(std::span<const std::byte> frame, L2& l2) noexcept {
+  if (frame.size() < kEthBytes) return ParseError::frame_too_short;
   std::memcpy(l2.dst.data(), frame.data(), 6);
   std::memcpy(l2.src.data(), frame.data() + 6, 6);
+  l2.vlan_tci = 0;
   l2.ether_type = load_be<uint16_t>(frame.data() + 12);
   l2.l3_offset = kEthBytes;
   if (l2.ether_type == kEtherTypeVlan) {
-    if (frame.size() < kEthBytes + kVlanBytes) return unexpected(ParseError::vlan_too_short);
+    if (frame.size() < kEthBytes + kVlanBytes) return ParseError::vlan_too_short;
     l2.vlan_tci = load_be<uint16_t>(frame.data() + 14);
     l2.ether_type = load_be<uint16_t>(frame.data() + 16);
     l2.l3_offset = kEthBytes + kVlanBytes;
   }
+  return std::nullopt;
+}
+
+Expected<L2, ParseError> parse_l2(std::span<const std::byte> frame) noexcept {
+  L2 l2;
+  if (auto e = parse_l2_into(frame, l2)) return unexpected(*e);
   return l2;
 }
 
-Expected<Ipv4, ParseError> parse_ipv4(std::span<const std::byte> frame, const L2& l2, bool verify_checksum) noexcept {
-  if (l2.ether_type != kEtherTypeIpv4) return unexpected(ParseError::not_ipv4);
-  if (frame.size() < l2.l3_offset + kIpv4Bytes) return unexpected(ParseError::frame_too_short);
+std::optional<ParseError> parse_ipv4_into(std::span<const std::byte> frame, const L2& l2, bool verify_checksum,
+                                          Ipv4& ip) noexcept {
+  if (l2.ether_type != kEtherTypeIpv4) return ParseError::not_ipv4;
+  if (frame.size() < l2.l3_offset + kIpv4Bytes) return ParseError::frame_too_short;
   const std::byte* p = frame.data() + l2.l3_offset;
   const auto ver_ihl = static_cast<uint8_t>(p[0]);
-  if ((ver_ihl >> 4) != 4) return unexpected(ParseError::ipv4_bad_version);
+  if ((ver_ihl >> 4) != 4) return ParseError::ipv4_bad_version;
   const size_t ihl_bytes = (ver_ihl & 0x0f) * 4u;
-  if (ihl_bytes < kIpv4Bytes) return unexpected(ParseError::ipv4_bad_ihl);
+  if (ihl_bytes < kIpv4Bytes) return ParseError::ipv4_bad_ihl;
   const size_t total = load_be<uint16_t>(p + 2);
-  if (total < ihl_bytes || l2.l3_offset + total > frame.size()) return unexpected(ParseError::ipv4_bad_total_length);
+  if (total < ihl_bytes || l2.l3_offset + total > frame.size()) return ParseError::ipv4_bad_total_length;
   const uint16_t frag = load_be<uint16_t>(p + 6);
-  if ((frag & 0x3fff) != 0) return unexpected(ParseError::ipv4_fragment);  // MF set or non-zero offset
-  if (verify_checksum && inet_checksum(std::span(p, ihl_bytes)) != 0) return unexpected(ParseError::ipv4_bad_checksum);
-  Ipv4 ip;
+  if ((frag & 0x3fff) != 0) return ParseError::ipv4_fragment;  // MF set or non-zero offset
+  if (verify_checksum && inet_checksum(std::span(p, ihl_bytes)) != 0) return ParseError::ipv4_bad_checksum;
   ip.ttl = static_cast<uint8_t>(p[8]);
   ip.protocol = static_cast<uint8_t>(p[9]);
   ip.src = load_be<uint32_t>(p + 12);
   ip.dst = load_be<uint32_t>(p + 16);
   ip.l4_offset = l2.l3_offset + ihl_bytes;
   ip.l4_bytes = total - ihl_bytes;
+  return std::nullopt;
+}
+
+Expected<Ipv4, ParseError> parse_ipv4(std::span<const std::byte> frame, const L2& l2, bool verify_checksum) noexcept {
+  Ipv4 ip;
+  if (auto e = parse_ipv4_into(frame, l2, verify_checksum, ip)) return unexpected(*e);
   return ip;
 }
 
-Expected<Udp, ParseError> parse_udp(std::span<const std::byte> frame, const Ipv4& ip) noexcept {
-  if (ip.protocol != kIpProtoUdp) return unexpected(ParseError::not_udp);
-  if (ip.l4_bytes < kUdpBytes) return unexpected(ParseError::udp_bad_length);
+std::optional<ParseError> parse_udp_into(std::span<const std::byte> frame, const Ipv4& ip, Udp& u) noexcept {
+  if (ip.protocol != kIpProtoUdp) return ParseError::not_udp;
+  if (ip.l4_bytes < kUdpBytes) return ParseError::udp_bad_length;
   const std::byte* p = frame.data() + ip.l4_offset;
   const size_t udp_len = load_be<uint16_t>(p + 4);
-  if (udp_len != ip.l4_bytes) return unexpected(ParseError::udp_bad_length);
-  Udp u;
+  if (udp_len != ip.l4_bytes) return ParseError::udp_bad_length;
   u.src_port = load_be<uint16_t>(p);
   u.dst_port = load_be<uint16_t>(p + 2);
   u.payload_offset = ip.l4_offset + kUdpBytes;
   u.payload_bytes = udp_len - kUdpBytes;
+  return std::nullopt;
+}
+
+Expected<Udp, ParseError> parse_udp(std::span<const std::byte> frame, const Ipv4& ip) noexcept {
+  Udp u;
+  if (auto e = parse_udp_into(frame, ip, u)) return unexpected(*e);
   return u;
 }
 
 Expected<PhubFrame, ParseError> parse_phub_frame(std::span<const std::byte> frame, bool verify_ip_checksum) noexcept {
-  PhubFrame f;
-  auto l2 = parse_l2(frame);
-  if (!l2) return unexpected(l2.error());
-  f.l2 = *l2;
-  auto ip = parse_ipv4(frame, f.l2, verify_ip_checksum);
-  if (!ip) return unexpected(ip.error());
-  f.ip = *ip;
-  auto udp = parse_udp(frame, f.ip);
-  if (!udp) return unexpected(udp.error());
-  f.udp = *udp;
-  const auto msg = frame.subspan(f.udp.payload_offset, f.udp.payload_bytes);
-  auto hdr = parse_header(msg);
-  if (!hdr) return unexpected(hdr.error());
-  f.hdr = *hdr;
-  f.payload = msg.subspan(kHeaderBytes);
-  return f;
+  // Filled in place and returned by the one object (named return value): no copies of structs just
+  // written field by field, which would stall on store forwarding.
+  Expected<PhubFrame, ParseError> r{PhubFrame{}};
+  PhubFrame& f = *r;
+  std::optional<ParseError> e = parse_l2_into(frame, f.l2);
+  if (!e) e = parse_ipv4_into(frame, f.l2, verify_ip_checksum, f.ip);
+  if (!e) e = parse_udp_into(frame, f.ip, f.udp);
+  std::span<const std::byte> msg;
+  if (!e) {
+    msg = frame.subspan(f.udp.payload_offset, f.udp.payload_bytes);
+    e = parse_header_into(msg, f.hdr);
+  }
+  if (e) {
+    r = unexpected(*e);
+  } else {
+    f.payload = msg.subspan(kHeaderBytes);
+  }
+  return r;
 }
 
 void write_eth_ipv4_udp(const FlowAddrs& a, size_t udp_payload_bytes, std::span<std::byte> out,

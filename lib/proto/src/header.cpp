@@ -16,25 +16,24 @@ constexpr size_t kOffMagic = 0, kOffVersion = 2, kOffOpcode = 3, kOffFlags = 4, 
 
 }  // namespace
 
-Expected<Header, ParseError> parse_header(std::span<const std::byte> udp_payload) noexcept {
-  if (udp_payload.size() < kHeaderBytes) return unexpected(ParseError::header_too_short);
+std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_payload, Header& h) noexcept {
+  if (udp_payload.size() < kHeaderBytes) return ParseError::header_too_short;
   const std::byte* p = udp_payload.data();
-  if (load_be<uint16_t>(p + kOffMagic) != kMagic) return unexpected(ParseError::bad_magic);
-  if (static_cast<uint8_t>(p[kOffVersion]) != kVersion) return unexpected(ParseError::bad_version);
+  if (load_be<uint16_t>(p + kOffMagic) != kMagic) return ParseError::bad_magic;
+  if (static_cast<uint8_t>(p[kOffVersion]) != kVersion) return ParseError::bad_version;
 
   const auto op = static_cast<uint8_t>(p[kOffOpcode]);
-  if (op < kOpcodeMin || op > kOpcodeMax) return unexpected(ParseError::bad_opcode);
+  if (op < kOpcodeMin || op > kOpcodeMax) return ParseError::bad_opcode;
   const auto dtype = static_cast<uint8_t>(p[kOffDtype]);
-  if (!dtype_valid(dtype)) return unexpected(ParseError::bad_dtype);
+  if (!dtype_valid(dtype)) return ParseError::bad_dtype;
   const auto status = static_cast<uint8_t>(p[kOffStatus]);
-  if (status > kStatusMax) return unexpected(ParseError::bad_status);
+  if (status > kStatusMax) return ParseError::bad_status;
 
-  Header h;
   h.opcode = static_cast<Opcode>(op);
   h.flags = load_be<uint16_t>(p + kOffFlags);
-  if ((h.flags & ~flag::known) != 0) return unexpected(ParseError::bad_flags);
+  if ((h.flags & ~flag::known) != 0) return ParseError::bad_flags;
   if (load_be<uint16_t>(p + kOffReserved0) != 0 || load_be<uint16_t>(p + kOffReserved1) != 0) {
-    return unexpected(ParseError::reserved_nonzero);
+    return ParseError::reserved_nonzero;
   }
   h.dtype = static_cast<Dtype>(dtype);
   h.status = static_cast<Status>(status);
@@ -50,17 +49,23 @@ Expected<Header, ParseError> parse_header(std::span<const std::byte> udp_payload
   h.auth_tag = load_be<uint64_t>(p + kAuthTagOffset);
   h.seq = load_be<uint32_t>(p + kOffSeq);
 
-  if (h.payload_bytes != udp_payload.size() - kHeaderBytes) return unexpected(ParseError::payload_length_mismatch);
+  if (h.payload_bytes != udp_payload.size() - kHeaderBytes) return ParseError::payload_length_mismatch;
   if (opcode_carries_elems(h.opcode)) {
     if (static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) != h.payload_bytes) {
-      return unexpected(ParseError::elem_count_mismatch);
+      return ParseError::elem_count_mismatch;
     }
   } else if (h.payload_bytes != 0 && h.opcode != Opcode::probe_request && h.opcode != Opcode::probe_reply) {
-    return unexpected(ParseError::unexpected_payload);
+    return ParseError::unexpected_payload;
   }
   if ((h.flags & flag::crc) != 0 && crc32c(udp_payload.subspan(kHeaderBytes)) != h.crc32c) {
-    return unexpected(ParseError::bad_crc);
+    return ParseError::bad_crc;
   }
+  return std::nullopt;
+}
+
+Expected<Header, ParseError> parse_header(std::span<const std::byte> udp_payload) noexcept {
+  Header h;
+  if (auto e = parse_header_into(udp_payload, h)) return unexpected(*e);
   return h;
 }
 

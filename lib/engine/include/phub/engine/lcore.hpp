@@ -74,6 +74,7 @@ class Lcore {
   rte_mbuf* start_message(const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept;
   // The same into a given mbuf (freed on failure).
   bool write_message(rte_mbuf* m, const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept;
+  static void chain_result(rte_mbuf* hdr, rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept;
   bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
                    uint32_t seg, uint16_t rank, const Peer& peer) noexcept;
   void count_drop(Drop d) noexcept { ++counters_.drops[static_cast<size_t>(d)]; }

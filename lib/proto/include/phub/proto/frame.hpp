@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "phub/base/expected.hpp"
@@ -52,10 +53,17 @@ struct Udp {
 };
 
 [[nodiscard]] Expected<L2, ParseError> parse_l2(std::span<const std::byte> frame) noexcept;
+// The same checks, filling `out` in place (hot paths: no copy of a struct just written field by field).
+// Returns the error, or nothing on success; on error `out` holds partial values.
+[[nodiscard]] std::optional<ParseError> parse_l2_into(std::span<const std::byte> frame, L2& out) noexcept;
 // Validates version, IHL, total length against the frame, no fragmentation, and (optionally) the checksum.
 [[nodiscard]] Expected<Ipv4, ParseError> parse_ipv4(std::span<const std::byte> frame, const L2& l2,
                                                     bool verify_checksum = true) noexcept;
+[[nodiscard]] std::optional<ParseError> parse_ipv4_into(std::span<const std::byte> frame, const L2& l2,
+                                                        bool verify_checksum, Ipv4& out) noexcept;
 [[nodiscard]] Expected<Udp, ParseError> parse_udp(std::span<const std::byte> frame, const Ipv4& ip) noexcept;
+[[nodiscard]] std::optional<ParseError> parse_udp_into(std::span<const std::byte> frame, const Ipv4& ip,
+                                                       Udp& out) noexcept;
 
 // A fully parsed phub datagram: all layers and the payload view.
 struct PhubFrame {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -96,6 +97,8 @@ inline constexpr size_t kCrcOffset = 32;
 // flags, reserved fields, payload_bytes against the real remaining length, elem_count against the payload
 // for data opcodes, and the CRC when the crc flag is set. Never reads past `udp_payload`.
 [[nodiscard]] Expected<Header, ParseError> parse_header(std::span<const std::byte> udp_payload) noexcept;
+// The same checks, filling `out` in place; returns the error, or nothing on success.
+[[nodiscard]] std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_payload, Header& out) noexcept;
 
 // Write `h` in wire order into out[0..kHeaderBytes). `out` must hold kHeaderBytes.
 void write_header(const Header& h, std::span<std::byte, kHeaderBytes> out) noexcept;
