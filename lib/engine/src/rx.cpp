@@ -65,7 +65,9 @@ void Lcore::handle_frame(rte_mbuf* m, uint16_t port, const Snapshot& s, bool fro
 
   // Parsed in place into rx (no copies of structs written field by field a moment before).
   if (auto e = proto::parse_l2_into(rx.frame, rx.l2)) return malformed(*e);
-  if (rx.l2.dst != pi.mac && rx.l2.dst != kBroadcast) return drop(Drop::not_for_us);
+  if (!proto::mac_equal(rx.l2.dst, pi.mac) && !proto::mac_equal(rx.l2.dst, kBroadcast)) {
+    return drop(Drop::not_for_us);
+  }
   if (rx.l2.ether_type == proto::kEtherTypeArp) {
     handle_arp(rx, s);
     rte_pktmbuf_free(m);
@@ -153,8 +155,8 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   if ((rx.hdr.flags & proto::flag::retransmit) != 0) ++lj.counters.retransmits_seen;
 
   Peer& peer = lj.peer(rx.hdr.rank);
-  if (!peer.known || peer.ip != rx.ip.src || peer.udp_port != rx.udp.src_port || peer.mac != rx.l2.src ||
-      peer.port != rx.port) {
+  if (!peer.known || peer.ip != rx.ip.src || peer.udp_port != rx.udp.src_port ||
+      !proto::mac_equal(peer.mac, rx.l2.src) || peer.port != rx.port) {
     peer = peer_of(rx.l2, rx.ip, rx.udp, rx.port);
   }
 
