@@ -149,8 +149,7 @@ void Client::start_chunk(uint32_t slot, uint32_t c, uint64_t now) {
   cs.missing = segs;
   cs.missing_bytes = uint64_t{plan_->layout().chunk(c).elems} * plan_->elem_bytes();
   cs.resent = false;
-  // An early resend stays open to proof only until the round after it: round numbers wrap.
-  if (cs.early_resent && next_round(cs.early_round, opt_.round_modulus) != cs.round) cs.early_resent = false;
+  if (cs.early_resent && ++cs.early_age > kEarlyProofOps) cs.early_resent = false;
   cs.first_ns = now;
   tracker_.clear(first, segs);
   window_.on_send(cs.missing_bytes);

@@ -56,9 +56,7 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
   if (cs.op == kNone || h.round != cs.round) {
     ++st_.stale;
     // A second answer of a round that was pushed again early: the first push was only late.
-    if (cs.early_resent && cs.early_round == h.round && next_round(h.round, opt_.round_modulus) == cs.round) {
-      needless_resend(c);
-    }
+    if (cs.early_resent && cs.early_round == h.round) needless_resend(c);
     // A late answer to a finished ps init or pull (it carries the next step's round) uses up its credit
     // now, so that the credit cannot discard the step's own result later.
     if (cs.op == kNone && h.round == cs.round && seg < plan_->segments(c)) {
@@ -98,7 +96,7 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
   }
   if (!tracker_.mark(gs)) {
     ++st_.duplicates;
-    if (cs.early_resent && cs.early_round == cs.round) needless_resend(c);
+    if (cs.early_resent && cs.early_age == 0 && cs.early_round == cs.round) needless_resend(c);
     return;
   }
   if (op.dst != nullptr) std::memcpy(op.dst + plan_->key_byte_offset(c, seg), payload.data(), payload.size());

@@ -57,6 +57,7 @@ void Client::detect_losses(uint32_t l, uint64_t now) {
       resend_missing(c, proto::Opcode::push, true, false, below, now);
       chunks_[c].early_resent = true;
       chunks_[c].early_round = chunks_[c].round;
+      chunks_[c].early_age = 0;
     }
     if (below < segs) return;  // its later segments are recent, and so is everything behind it
     c = next;

@@ -77,7 +77,10 @@ class Client {
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
-  static constexpr uint32_t kWholeChunk = UINT32_MAX;  // a request (rerequest, pull) for every segment of a chunk
+  static constexpr uint32_t kWholeChunk = UINT32_MAX;
+  // A late answer proves an early resend needless for this many operations after it: a result held back
+  // in a busy host can arrive after the chunk's next rounds started; round numbers may wrap later.
+  static constexpr uint8_t kEarlyProofOps = 4;  // a request (rerequest, pull) for every segment of a chunk
 
   struct ChunkState {
     uint32_t round = 0;         // round of the chunk's next (or current) advancing operation
@@ -85,7 +88,8 @@ class Client {
     uint32_t missing = 0;       // segments still without a result
     bool resent = false;        // something of the current operation was sent again (Karn's rule)
     bool early_resent = false;  // round early_round was pushed again on a later result's evidence, not yet
-    uint32_t early_round = 0;   // proven needless (the proof may come after the chunk's next round started)
+    uint32_t early_round = 0;   // proven needless; the proof (a second answer) may come rounds later
+    uint8_t early_age = 0;      // operations started on the chunk since (the proof is taken kEarlyProofOps)
     uint64_t missing_bytes = 0; // result bytes still awaited (the window's accounting)
     uint64_t first_ns = 0;      // first transmission of the current operation
     uint64_t xmit_ns = 0;       // latest transmission of its missing segments
