@@ -347,8 +347,8 @@ std::string Engine::format_counters() const {
       << " tx_packets " << c.tx_packets << " tx_bytes " << c.tx_bytes << " redirected_out " << c.redirected_out
       << " redirected_in " << c.redirected_in << " arp_replies " << c.arp_replies << " icmp_replies "
       << c.icmp_replies << " results_copied " << c.results_copied << " idle_sleeps " << c.idle_sleeps
-      << " loops " << c.loops << " busy_loops " << c.busy_loops << " busy_cycles " << c.busy_tsc << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0)
-      << "\n";
+      << " loops " << c.loops << " busy_loops " << c.busy_loops << " busy_cycles " << c.busy_tsc
+      << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0) << "\n";
   }
   for (size_t j = 0; j < t.jobs.size(); ++j) {
     const JobCounters& c = t.jobs[j];

@@ -77,10 +77,10 @@ class Client {
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
-  static constexpr uint32_t kWholeChunk = UINT32_MAX;
+  static constexpr uint32_t kWholeChunk = UINT32_MAX;  // a request (rerequest, pull) for every segment of a chunk
   // A late answer proves an early resend needless for this many operations after it: a result held back
   // in a busy host can arrive after the chunk's next rounds started; round numbers may wrap later.
-  static constexpr uint8_t kEarlyProofOps = 4;  // a request (rerequest, pull) for every segment of a chunk
+  static constexpr uint8_t kEarlyProofOps = 4;
 
   struct ChunkState {
     uint32_t round = 0;         // round of the chunk's next (or current) advancing operation
