@@ -98,6 +98,7 @@ Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenCon
     r.zero_copy = g->zero_copy_;
     r.idle_sleep_us = cfg.port.idle_sleep_us;
     r.frame_cache_bytes = cfg.port.frame_cache_mb * (uint64_t{1} << 20) / used;
+    r.recycle_depth = cfg.port.recycle_depth;
     g->lcores_.push_back(std::make_unique<GenLcore>(std::move(r)));
     if (!g->lcores_.back()->ok()) return unexpected(std::string("cannot create the hand-off ring"));
   }

@@ -2,6 +2,7 @@
 #include "lcore.hpp"
 
 #include "frame_cache.hpp"
+#include "recycled_frames.hpp"
 
 #include <rte_cycles.h>
 #include <rte_ether.h>
@@ -47,10 +48,12 @@ GenLcore::GenLcore(LcoreResources r) : r_(std::move(r)), txq_(r_.port_queues) {
 }
 
 GenLcore::~GenLcore() {
-  cache_.clear();
+  // Queued frames first: some hold references to cached or recycled frames, whose pools go next.
   for (auto& q : txq_) {
     for (; q.count > 0; --q.count, q.head = (q.head + 1) & (kTxSlots - 1)) rte_pktmbuf_free(q.pkts[q.head]);
   }
+  cache_.clear();
+  recycled_.clear();
   if (inbox_ != nullptr) {
     void* m = nullptr;
     while (rte_ring_sc_dequeue(inbox_, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
@@ -67,6 +70,11 @@ void GenLcore::build_caches() {
     const std::string name = "pktgen_fc" + std::to_string(r_.index) + "_" + std::to_string(j);
     cache_.push_back(std::make_unique<FrameCache>(jobs[j], *parts_[j], r_.frame_cache_bytes, name,
                                                   static_cast<int>(rte_socket_id())));
+    // Only where pushes would copy their payload: chained to a template, a push copies nothing either, and
+    // a zero-copy peer reads the few template lines from its cache (measured over zero-copy memif: recycled
+    // frames cost the server 5-10 % more cycles per push than chained templates).
+    recycled_.push_back(std::make_unique<RecycledFrames>(jobs[j], copies_payload(j) ? r_.recycle_depth : 0, r_.ext_pool,
+                                                         static_cast<int>(rte_socket_id())));
   }
 }
 

@@ -36,6 +36,7 @@ struct LcoreCounters {
   gen::Counter rx_echo, rx_echo_bytes;      // our own pushes coming back (a forwarder, e.g. testpmd io)
   gen::Counter rx_malformed, rx_bad_tag, rx_unknown_job, rx_other;
   gen::Counter handed_off, arp_replies, no_mbuf;
+  gen::Counter recycled, recycle_busy;      // pushes sent from a recycled frame; pushes built: every frame held
   gen::Counter loops, idle_loops;           // poll-loop iterations, and those that found nothing to do
   std::array<gen::Counter, gen::kFaultCount> faults;
 };
@@ -55,6 +56,7 @@ struct LcoreResources {
   bool zero_copy = true;
   uint32_t idle_sleep_us = 0;
   uint64_t frame_cache_bytes = 0;       // budget for pre-built frames of jobs whose rounds wrap (0: none)
+  uint32_t recycle_depth = 0;           // recycled frames per (payload pattern, rank) of a job (0: none)
 };
 
 class GenLcore {
@@ -77,7 +79,8 @@ class GenLcore {
   [[nodiscard]] const LcoreCounters& counters() const noexcept { return c_; }
   [[nodiscard]] const std::vector<std::unique_ptr<gen::Partition>>& partitions() const noexcept { return parts_; }
   [[nodiscard]] const LcoreResources& resources() const noexcept { return r_; }
-  // Pre-build the frames of jobs whose rounds wrap (once, before the lcore runs: the addresses are known).
+  // Pre-build the frames of jobs whose rounds wrap, and the recycled frames (once, before the lcore runs: the
+  // addresses are known).
   void build_caches();
   // Pre-built frames of job `j` on this lcore (0: built one by one).
   [[nodiscard]] size_t cached_frames(size_t j) const noexcept;
@@ -95,6 +98,8 @@ class GenLcore {
   void handle_arp(rte_mbuf* m) noexcept;
   uint32_t generate(uint64_t now) noexcept;
   uint32_t send_orders(size_t job, std::span<const gen::PushOrder> orders) noexcept;
+  // A push sent from a pre-built or recycled frame, or null: build it.
+  rte_mbuf* reuse_frame(size_t job, const gen::PushOrder& o) noexcept;
   // `fresh`: an mbuf of the full pool to build into (null: allocate one).
   rte_mbuf* build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fresh) noexcept;
   // Whether the job's pushes are built whole (payload copied) rather than chained to its template.
@@ -110,7 +115,8 @@ class GenLcore {
   LcoreCounters c_;
   std::vector<std::unique_ptr<gen::Partition>> parts_;  // by job index
   std::vector<rte_mbuf_ext_shared_info> shinfo_;        // by job index: zero-copy payload references
-  std::vector<std::unique_ptr<class FrameCache>> cache_;  // by job index: pre-built frames (null: none)
+  std::vector<std::unique_ptr<class FrameCache>> cache_;  // by job index: pre-built frames
+  std::vector<std::unique_ptr<class RecycledFrames>> recycled_;  // by job index
   std::vector<TxQueue> txq_;                            // by port queue
   std::vector<uint16_t> owner_queue_;                   // by server lcore: the port queue it is served by
   std::vector<GenLcore*> peers_;

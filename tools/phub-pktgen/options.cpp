@@ -51,6 +51,9 @@ Port:
   --server-ip A.B.C.D    --server-mac XX:..  (else learnt by ARP)   --worker-ip A.B.C.D (first worker address)
   --mbufs N  --idle-sleep-us N (back off when idle, for shared CPUs)  --link-timeout S
   --frame-cache-mb N     pre-build the pushes of jobs with a round_modulus within N MiB (default 128, 0: never)
+  --recycle-frames N     where payloads are copied (--tx-copy, net_memif), send whole-segment pushes from N
+                         reused frames per payload pattern and rank, only their headers rewritten (default 4,
+                         0: build every push)
   --tx-copy | --tx-chain one-segment frames (payload copied; the default on net_memif) | header chained to the
                          payload template (zero copy; the default elsewhere)
 Run:
@@ -84,7 +87,8 @@ Expected<Options, std::string> parse_options(int argc, char** argv) {
       {"--rto-ms", &o.run.rto_ms}, {"--loss", &o.run.loss}, {"--dup", &o.run.dup},
       {"--inject-job", &o.run.inject_job}, {"--drain-ms", &o.run.drain_ms}, {"--settle-s", &o.run.settle_s},
       {"--progress-ms", &o.run.progress_ms}, {"--seed", &o.run.seed}, {"--linger", &o.linger_s},
-      {"--pcap-rounds", &o.pcap_rounds}, {"--frame-cache-mb", &o.port.frame_cache_mb}};
+      {"--pcap-rounds", &o.pcap_rounds}, {"--frame-cache-mb", &o.port.frame_cache_mb},
+      {"--recycle-frames", &o.port.recycle_depth}};
   const std::map<std::string, std::string*> words = {
       {"--server-config", &o.server_config}, {"--values", &o.values}, {"--port", &o.port.devargs},
       {"--server-ip", &o.server_ip}, {"--server-mac", &o.server_mac}, {"--worker-ip", &o.worker_ip},

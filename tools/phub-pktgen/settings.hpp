@@ -19,6 +19,7 @@ struct PortSettings {
   bool tx_copy = false;           // copy payloads instead of chaining the templates
   bool tx_chain = false;          // chain payloads even on net_memif (see Generator::create)
   uint64_t frame_cache_mb = 128;  // pre-built frames of jobs whose rounds wrap, over all lcores (0: none)
+  uint32_t recycle_depth = 4;     // recycled push frames per (payload pattern, rank), per job and lcore (0: none)
 };
 
 struct RunSettings {

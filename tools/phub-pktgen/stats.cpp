@@ -63,7 +63,8 @@ Totals collect(const Generator& g) {
       {&Totals::rx_bad_tag, &LcoreCounters::rx_bad_tag}, {&Totals::rx_unknown_job, &LcoreCounters::rx_unknown_job},
       {&Totals::rx_other, &LcoreCounters::rx_other},     {&Totals::handed_off, &LcoreCounters::handed_off},
       {&Totals::no_mbuf, &LcoreCounters::no_mbuf},       {&Totals::loops, &LcoreCounters::loops},
-      {&Totals::idle_loops, &LcoreCounters::idle_loops}};
+      {&Totals::idle_loops, &LcoreCounters::idle_loops}, {&Totals::recycled, &LcoreCounters::recycled},
+      {&Totals::recycle_busy, &LcoreCounters::recycle_busy}};
   for (const auto& l : g.lcores()) {
     const LcoreCounters& c = l->counters();
     for (const auto& [total, counter] : port_fields) t.*total += (c.*counter).get();
@@ -143,6 +144,8 @@ Record summarize(const Generator& g, const RunSettings& s, const StepTimes& t) {
   r.set("rx_bad_tag", static_cast<double>(t.settled.rx_bad_tag - t.start.rx_bad_tag));
   r.set("tx_full", static_cast<double>(t.settled.tx_full - t.start.tx_full));
   r.set("no_mbuf", static_cast<double>(t.settled.no_mbuf - t.start.no_mbuf));
+  r.set("tx_recycled", static_cast<double>(t.settled.recycled - t.start.recycled));
+  r.set("tx_recycle_busy", static_cast<double>(t.settled.recycle_busy - t.start.recycle_busy));
   r.set("settled", t.settled_ok);
   r.set("settle_s", t.settled.t_s - t.drained.t_s);
   auto jobs = list();

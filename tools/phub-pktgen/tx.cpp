@@ -7,6 +7,7 @@
 
 #include "frame_cache.hpp"
 #include "lcore.hpp"
+#include "recycled_frames.hpp"
 
 namespace phub::pktgen {
 namespace {
@@ -60,8 +61,25 @@ void GenLcore::flush(uint64_t now) noexcept {
   }
 }
 
-rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fresh) noexcept {
+rte_mbuf* GenLcore::reuse_frame(size_t job, const gen::PushOrder& o) noexcept {
   if (rte_mbuf* cached = job < cache_.size() ? cache_[job]->get(o) : nullptr; cached != nullptr) return cached;
+  if (job >= recycled_.size()) return nullptr;
+  const gen::Slot& slot = parts_[job]->slots()[o.slot];
+  if (!recycled_[job]->fits(slot, o)) return nullptr;
+  rte_mbuf* m = recycled_[job]->take(slot, o);
+  if (m == nullptr) {
+    c_.recycle_busy.add();
+    return nullptr;
+  }
+  const JobRuntime& j = (*r_.jobs)[job];
+  gen::write_push_headers(j.wl, j.addrs, slot, o, seq_++,
+                          std::span<std::byte, proto::kFrameHeadersBytes>(rte_pktmbuf_mtod(m, std::byte*),
+                                                                          proto::kFrameHeadersBytes));
+  c_.recycled.add();
+  return m;
+}
+
+rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fresh) noexcept {
   const JobRuntime& j = (*r_.jobs)[job];
   const gen::Slot& slot = parts_[job]->slots()[o.slot];
   const auto payload = gen::push_payload(j.wl, slot, o);
@@ -110,18 +128,19 @@ bool GenLcore::copies_payload(size_t job) const noexcept {
 }
 
 uint32_t GenLcore::send_orders(size_t job, std::span<const gen::PushOrder> orders) noexcept {
-  // Frames built whole (payload copied, no pre-built frames) take their mbufs from the pool in one go.
+  // Frames built whole (payload copied, no frames to reuse) take their mbufs from the pool in one go.
   rte_mbuf* fresh[kMaxOrders];
   size_t nfresh = 0, used = 0;
-  const bool cached = job < cache_.size() && cache_[job] != nullptr;
-  if (!cached && copies_payload(job) && orders.size() <= kMaxOrders &&
+  const bool reuses = (job < cache_.size() && cache_[job]->ok()) || (job < recycled_.size() && recycled_[job]->ok());
+  if (!reuses && copies_payload(job) && orders.size() <= kMaxOrders &&
       rte_pktmbuf_alloc_bulk(r_.full_pool, fresh, static_cast<unsigned>(orders.size())) == 0) {
     nfresh = orders.size();
   }
   uint32_t sent = 0;
   for (const auto& o : orders) {
     if (o.drop) continue;
-    rte_mbuf* m = build_push(job, o, used < nfresh ? fresh[used++] : nullptr);
+    rte_mbuf* m = reuse_frame(job, o);
+    if (m == nullptr) m = build_push(job, o, used < nfresh ? fresh[used++] : nullptr);
     if (m == nullptr) continue;
     enqueue(queue_of(parts_[job]->slots()[o.slot].owner), m);
     ++sent;
