@@ -73,7 +73,8 @@ void GenLcore::build_caches() {
     // Only where pushes would copy their payload: chained to a template, a push copies nothing either, and
     // a zero-copy peer reads the few template lines from its cache (measured over zero-copy memif: recycled
     // frames cost the server 5-10 % more cycles per push than chained templates).
-    recycled_.push_back(std::make_unique<RecycledFrames>(jobs[j], copies_payload(j) ? r_.recycle_depth : 0, r_.ext_pool,
+    recycled_.push_back(std::make_unique<RecycledFrames>(jobs[j], copies_payload(j) ? r_.recycle_depth : 0,
+                                                         "pktgen_rf" + std::to_string(r_.index) + "_" + std::to_string(j),
                                                          static_cast<int>(rte_socket_id())));
   }
 }

@@ -66,15 +66,12 @@ rte_mbuf* GenLcore::reuse_frame(size_t job, const gen::PushOrder& o) noexcept {
   if (job >= recycled_.size()) return nullptr;
   const gen::Slot& slot = parts_[job]->slots()[o.slot];
   if (!recycled_[job]->fits(slot, o)) return nullptr;
-  rte_mbuf* m = recycled_[job]->take(slot, o);
+  rte_mbuf* m = recycled_[job]->take(slot, o, seq_);
   if (m == nullptr) {
     c_.recycle_busy.add();
     return nullptr;
   }
-  const JobRuntime& j = (*r_.jobs)[job];
-  gen::write_push_headers(j.wl, j.addrs, slot, o, seq_++,
-                          std::span<std::byte, proto::kFrameHeadersBytes>(rte_pktmbuf_mtod(m, std::byte*),
-                                                                          proto::kFrameHeadersBytes));
+  ++seq_;
   c_.recycled.add();
   return m;
 }

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "phub/base/bytes.hpp"
+
 namespace phub::gen {
 
 std::span<const std::byte> push_payload(const Workload& wl, const Slot& slot, const PushOrder& o) noexcept {
@@ -42,6 +44,16 @@ void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& sl
   f.src_port = static_cast<uint16_t>(a.port_base + o.rank);
   f.dst_port = static_cast<uint16_t>(wl.spec().port_base + slot.owner);
   proto::write_eth_ipv4_udp(f, proto::kHeaderBytes + payload.size(), out.first<kL234>());
+}
+
+void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o, uint32_t seq,
+                        std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept {
+  constexpr size_t kL234 = proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes;
+  store_be<uint16_t>(out.data() + proto::kEthBytes + proto::kIpv4Bytes + 2,
+                     static_cast<uint16_t>(wl.spec().port_base + slot.owner));
+  auto wire = out.subspan<kL234, proto::kHeaderBytes>();
+  proto::write_header_position(wl.wire_round(o.round), slot.chunk, slot.elem_offset, seq, wire);
+  if (wl.authenticated()) proto::sign_header(wl.key(), wire);
 }
 
 size_t write_push_frame(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,

@@ -92,6 +92,15 @@ void write_header(const Header& h, std::span<std::byte, kHeaderBytes> out) noexc
   store_be<uint16_t>(p + kOffReserved1, 0);
 }
 
+void write_header_position(uint32_t round, uint32_t chunk_id, uint32_t elem_offset, uint32_t seq,
+                           std::span<std::byte, kHeaderBytes> out) noexcept {
+  std::byte* p = out.data();
+  store_be<uint32_t>(p + kOffRound, round);
+  store_be<uint32_t>(p + kOffChunk, chunk_id);
+  store_be<uint32_t>(p + kOffElemOffset, elem_offset);
+  store_be<uint32_t>(p + kOffSeq, seq);
+}
+
 Expected<size_t, BuildError> build_message(Header h, std::span<const std::byte> payload,
                                            std::span<std::byte> out) noexcept {
   if (payload.size() > UINT16_MAX - kHeaderBytes) return unexpected(BuildError::payload_too_large);

@@ -36,6 +36,12 @@ struct WorkerAddrs {
 // job has a secret; sets the crc flag and CRC when the job asks for it.
 void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,
                         std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept;
+// Rewrite, in headers that write_push_headers wrote for an original whole-segment push, what differs for
+// another original whole-segment push of the same rank and payload pattern: the UDP destination port (the
+// owning server lcore), round, chunk, element offset, sequence number, and the tag. The headers then equal
+// what write_push_headers writes for `o`.
+void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o, uint32_t seq,
+                        std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept;
 
 // A whole frame into `out` (at least kFrameHeadersBytes + payload bytes); returns its length.
 [[nodiscard]] size_t write_push_frame(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o,

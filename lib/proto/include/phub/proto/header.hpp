@@ -102,6 +102,10 @@ inline constexpr size_t kCrcOffset = 32;
 
 // Write `h` in wire order into out[0..kHeaderBytes). `out` must hold kHeaderBytes.
 void write_header(const Header& h, std::span<std::byte, kHeaderBytes> out) noexcept;
+// Rewrite only where a written header sits in its stream (round, chunk, element offset, sequence number),
+// leaving every other field, and the tag, as they are.
+void write_header_position(uint32_t round, uint32_t chunk_id, uint32_t elem_offset, uint32_t seq,
+                           std::span<std::byte, kHeaderBytes> out) noexcept;
 
 // Header plus payload into `out`: fills payload_bytes (and crc32c when the crc flag is set), copies the
 // payload. Returns the bytes written, or an error when `out` is too small or the payload does not fit.
