@@ -50,7 +50,8 @@ Port:
   --mtu N                IP MTU (default: the server config's, else 1500)
   --server-ip A.B.C.D    --server-mac XX:..  (else learnt by ARP)   --worker-ip A.B.C.D (first worker address)
   --mbufs N  --idle-sleep-us N (back off when idle, for shared CPUs)  --link-timeout S
-  --frame-cache-mb N     pre-build the pushes of jobs with a round_modulus within N MiB (default 128, 0: never)
+  --frame-cache-mb N     pre-build the pushes of jobs with a round_modulus within N MiB (default 0: never;
+                         measured slower than recycled frames, whose few frames stay in the cache)
   --recycle-frames N     where payloads are copied (--tx-copy, net_memif), send whole-segment pushes from N
                          reused frames per payload pattern and rank, only their headers rewritten (default 4,
                          0: build every push)

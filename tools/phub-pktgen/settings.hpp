@@ -18,7 +18,7 @@ struct PortSettings {
   uint32_t idle_sleep_us = 0;     // back off after idle polls (shared machines); 0: busy-poll while running
   bool tx_copy = false;           // copy payloads instead of chaining the templates
   bool tx_chain = false;          // chain payloads even on net_memif (see Generator::create)
-  uint64_t frame_cache_mb = 128;  // pre-built frames of jobs whose rounds wrap, over all lcores (0: none)
+  uint64_t frame_cache_mb = 0;    // pre-built frames of jobs whose rounds wrap, over all lcores (0: none)
   uint32_t recycle_depth = 4;     // recycled push frames per (payload pattern, rank), per job and lcore (0: none)
 };
 

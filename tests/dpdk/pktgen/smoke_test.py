@@ -20,7 +20,8 @@ def body(a, t):
         server.job(1, "smoke-fp32", 4, 120000, secret="smoke-1", reduce="mean", round_modulus=8),
         server.job(2, "smoke-ps-bf16", 2, 30000, dtype="bf16", mode="ps", secret="smoke-2",
                    optimizer={"kind": "adam", "lr": 0.01}),
-    ], ["-f", SCENARIO, "--recycle-frames", "1"])  # one frame per pattern and rank: some pushes find it in use
+    ], ["-f", SCENARIO, "--frame-cache-mb", "64",
+        "--recycle-frames", "1"])  # one frame per pattern and rank: some pushes find it in use
     t.equal("pktgen exit status", r.status, 0)
     t.equal("phub-server exit status", r.server_status, 0)
     s = r.summary

@@ -103,9 +103,10 @@ def testpmd_io_limit(exes, *, workers=8, dtype="fp32", elems=2_000_000, chunk_by
 
 def tx_into_sink(exes, source, *, frame_bytes=1504, duration=3.0, workers=8, prebuilt=False):
     """Packets per second a testpmd rxonly sink (CPU 1) receives from `source` on CPU 0: 'pktgen'
-    (phub-pktgen pushing as fast as it can, building every push as in the server runs) or 'testpmd'
-    (testpmd txonly of frames of the same size). prebuilt=True sends the pktgen job's pushes from
-    pre-built frames instead (its round_modulus is 4)."""
+    (phub-pktgen pushing as fast as it can, as it sends by default on a copying link: whole-segment pushes
+    from its recycled frames, the differing header fields rewritten, the rest built) or 'testpmd' (testpmd
+    txonly of frames of the same size). prebuilt=True sends the pktgen job's pushes from pre-built frames
+    instead (--frame-cache-mb; its round_modulus is 4)."""
     tag = _tag("tx")
     busy = procs.wait_quiet(timeout=45)  # the sink's rate is the figure: worth waiting for a quiet machine
     with tempfile.TemporaryDirectory(prefix="phub-bench-") as d, procs.Cleanup() as c:
