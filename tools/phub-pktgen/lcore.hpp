@@ -107,6 +107,8 @@ class GenLcore {
   static constexpr size_t kMaxOrders = 32;  // pushes ordered per job and loop iteration
   uint32_t inject_faults(uint64_t now) noexcept;
   void enqueue(uint16_t queue, rte_mbuf* m) noexcept;
+  // Queue `n` packets on `queue`; those that do not fit are freed and counted as tx_full.
+  void enqueue_run(uint16_t queue, rte_mbuf* const* ms, size_t n) noexcept;
   void flush(uint64_t now) noexcept;
   [[nodiscard]] size_t pending() const noexcept;
   [[nodiscard]] uint16_t queue_of(uint16_t owner) const noexcept { return owner_queue_[owner]; }
