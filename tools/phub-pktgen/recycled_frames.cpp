@@ -42,7 +42,7 @@ RecycledFrames::RecycledFrames(const JobRuntime& job, uint32_t depth, const std:
       }
     }
   }
-  written_.assign(frames, false);
+  written_.assign(frames, 0);
 }
 
 RecycledFrames::~RecycledFrames() {
@@ -60,15 +60,15 @@ rte_mbuf* RecycledFrames::take(const gen::Slot& slot, const gen::PushOrder& o, u
     if (m->data_off != RTE_PKTMBUF_HEADROOM || m->data_len != frame_bytes_) {  // a PMD moved it (e.g. a VLAN tag)
       m->data_off = RTE_PKTMBUF_HEADROOM;
       m->data_len = m->pkt_len = frame_bytes_;
-      written_[i] = false;
+      written_[i] = 0;
     }
     const auto headers = std::span<std::byte, proto::kFrameHeadersBytes>(rte_pktmbuf_mtod(m, std::byte*),
                                                                          proto::kFrameHeadersBytes);
-    if (written_[i]) {
+    if (written_[i] != 0) {
       gen::patch_push_headers(job_->wl, slot, o, seq, headers);
     } else {
       gen::write_push_headers(job_->wl, job_->addrs, slot, o, seq, headers);
-      written_[i] = true;
+      written_[i] = 1;
     }
     return m;
   }

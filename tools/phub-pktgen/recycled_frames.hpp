@@ -40,7 +40,7 @@ class RecycledFrames {
   const JobRuntime* job_ = nullptr;
   drivers::Mempool pool_;
   std::vector<rte_mbuf*> frames_;  // [pattern][rank][depth]
-  std::vector<bool> written_;      // same order: headers written once in full (later ones are patched)
+  std::vector<uint8_t> written_;   // same order: headers written once in full (later ones are patched)
   uint32_t depth_ = 0, workers_ = 0, seg_elems_ = 0;
   uint16_t frame_bytes_ = 0;
 };
