@@ -1,7 +1,9 @@
 // Pre-built push frames for jobs whose rounds wrap (round_modulus): every (wire round, segment, rank) frame
 // of one lcore's partition built once into its own mbuf, then sent again and again by taking one more
 // reference, as Pktgen-DPDK sends a pcap. A push is then as cheap as a template copy (no header build, no
-// signing); retransmissions and inits are still built one by one.
+// signing); retransmissions and inits are still built one by one. Off by default (--frame-cache-mb): a job's
+// frames do not stay in the CPU cache, and it measured slower than RecycledFrames (0.48 of testpmd txonly in
+// the fast machine state, against 0.99).
 #pragma once
 
 #include <rte_mbuf.h>

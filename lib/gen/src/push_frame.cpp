@@ -6,6 +6,17 @@
 #include "phub/base/bytes.hpp"
 
 namespace phub::gen {
+namespace {
+
+constexpr size_t kL234 = proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes;  // where the phub header starts
+constexpr size_t kUdpDstPortAt = proto::kEthBytes + proto::kIpv4Bytes + 2;
+
+// The UDP port of the server lcore that owns the slot.
+uint16_t owner_port(const Workload& wl, const Slot& slot) noexcept {
+  return static_cast<uint16_t>(wl.spec().port_base + slot.owner);
+}
+
+}  // namespace
 
 std::span<const std::byte> push_payload(const Workload& wl, const Slot& slot, const PushOrder& o) noexcept {
   if (o.init) return wl.init_bytes(Workload::init_pattern(slot.chunk, slot.seg), slot.elems);
@@ -32,7 +43,6 @@ void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& sl
     const bool whole = !o.init && slot.elems == wl.segment_elems();
     h.crc32c = whole ? wl.push_crc(pattern_index(o.round, slot.chunk, slot.seg), o.rank) : proto::crc32c(payload);
   }
-  constexpr size_t kL234 = proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes;
   auto wire = out.subspan<kL234, proto::kHeaderBytes>();
   proto::write_header(h, wire);
   if (wl.authenticated()) proto::sign_header(wl.key(), wire);
@@ -42,15 +52,13 @@ void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& sl
   f.src_ip = a.ip_of(o.rank);
   f.dst_ip = a.server_ip;
   f.src_port = static_cast<uint16_t>(a.port_base + o.rank);
-  f.dst_port = static_cast<uint16_t>(wl.spec().port_base + slot.owner);
+  f.dst_port = owner_port(wl, slot);
   proto::write_eth_ipv4_udp(f, proto::kHeaderBytes + payload.size(), out.first<kL234>());
 }
 
 void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o, uint32_t seq,
                         std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept {
-  constexpr size_t kL234 = proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes;
-  store_be<uint16_t>(out.data() + proto::kEthBytes + proto::kIpv4Bytes + 2,
-                     static_cast<uint16_t>(wl.spec().port_base + slot.owner));
+  store_be<uint16_t>(out.data() + kUdpDstPortAt, owner_port(wl, slot));
   auto wire = out.subspan<kL234, proto::kHeaderBytes>();
   proto::write_header_position(wl.wire_round(o.round), slot.chunk, slot.elem_offset, seq, wire);
   if (wl.authenticated()) proto::sign_header(wl.key(), wire);
