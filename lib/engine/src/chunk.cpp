@@ -13,10 +13,15 @@ constexpr size_t round_up(size_t n) noexcept { return (n + kAlign - 1) / kAlign 
 bool test_bit(const uint64_t* words, uint32_t i) noexcept { return (words[i / 64] >> (i % 64)) & 1u; }
 void set_bit(uint64_t* words, uint32_t i) noexcept { words[i / 64] |= uint64_t{1} << (i % 64); }
 
+// Where `round`'s running sum of the chunk is formed.
+float* sum_of(const JobMath& m, Chunk& c) noexcept {
+  return sums_in_result(m) ? reinterpret_cast<float*>(c.out[c.cur]) : c.acc;
+}
+
 bool needs_moment1(const JobMath& m) noexcept { return m.ps && m.optimizer.kind != agg::OptimizerKind::sgd; }
 bool needs_moment2(const JobMath& m) noexcept { return m.ps && m.optimizer.kind == agg::OptimizerKind::adam; }
 
-// Sum the staged contributions of every rank in rank order into acc (deterministic mode).
+// Sum the staged contributions of every rank in rank order into the running sum (deterministic mode).
 void tall_in_rank_order(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexcept {
   constexpr uint16_t kBatch = 64;
   const std::byte* srcs[kBatch];
@@ -26,7 +31,7 @@ void tall_in_rank_order(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) no
     for (uint16_t j = 0; j < k; ++j) {
       srcs[j] = c.staging + (static_cast<size_t>(first + j) * c.elems + off) * in_bytes;
     }
-    m.kernels->tall(c.acc + off, srcs, k, m.in_dtype, n, first == 0);
+    m.kernels->tall(sum_of(m, c) + off, srcs, k, m.in_dtype, n, first == 0);
   }
 }
 
@@ -43,8 +48,9 @@ void finish_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexce
                         c.moment2 ? c.moment2 + off : nullptr, c.acc + off, n);
     m.kernels->narrow(out, c.weights + off, m.out_dtype, n);
   } else {
-    if (m.mean) m.kernels->scale(c.acc + off, scale, n);
-    m.kernels->narrow(out, c.acc + off, m.out_dtype, n);
+    float* sum = sum_of(m, c) + off;
+    if (m.mean) m.kernels->scale(sum, scale, n);
+    if (!sums_in_result(m)) m.kernels->narrow(out, sum, m.out_dtype, n);
   }
   ++c.segs_done;
 }
@@ -54,7 +60,7 @@ void finish_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexce
 ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments) noexcept {
   ChunkSizes s;
   const size_t f32 = static_cast<size_t>(elems) * sizeof(float);
-  s.acc = round_up(f32);
+  s.acc = sums_in_result(m) ? 0 : round_up(f32);
   s.weights = m.ps ? round_up(f32) : 0;
   s.moment1 = needs_moment1(m) ? round_up(f32) : 0;
   s.moment2 = needs_moment2(m) ? round_up(f32) : 0;
@@ -140,9 +146,9 @@ PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round,
     const size_t in_bytes = dtype_bytes(m.in_dtype);
     std::memcpy(c.staging + (static_cast<size_t>(rank) * c.elems + off) * in_bytes, payload, n * in_bytes);
   } else if (count == 1) {
-    m.kernels->init(c.acc + off, payload, m.in_dtype, n);
+    m.kernels->init(sum_of(m, c) + off, payload, m.in_dtype, n);
   } else {
-    m.kernels->accumulate(c.acc + off, payload, m.in_dtype, n);
+    m.kernels->accumulate(sum_of(m, c) + off, payload, m.in_dtype, n);
   }
   if (count < m.workers) return PushResult::accepted;
   finish_segment(m, c, off, n);

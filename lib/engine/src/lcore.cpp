@@ -9,6 +9,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "rx_frame.hpp"
+
 namespace phub::engine {
 namespace {
 
@@ -35,8 +37,9 @@ std::string Lcore::describe(const Snapshot& s) const {
 }
 
 int Lcore::run() noexcept {
-  constexpr uint16_t kBurst = 32;
+  constexpr uint16_t kBurst = kMaxBurst;
   rte_mbuf* pkts[kBurst];
+  Rx rx;
   const uint64_t hz = rte_get_tsc_hz();
   const uint64_t timer_period = hz / 1000;        // 1 ms
   const uint64_t drain_period = hz / 1'000'000 * kTxDrainUs;
@@ -67,8 +70,9 @@ int Lcore::run() noexcept {
       for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
         counters_.rx_bytes += pkts[i]->pkt_len;
-        handle_frame(pkts[i], p, s, false);
+        handle_frame(rx, pkts[i], p, s, false);
       }
+      release_consumed();
     }
     for (rte_ring* ring : r_.inbox) {
       const unsigned n = rte_ring_sc_dequeue_burst(ring, reinterpret_cast<void**>(pkts), kBurst, nullptr);
@@ -76,8 +80,9 @@ int Lcore::run() noexcept {
       counters_.redirected_in += n;
       for (unsigned i = 0; i < n; ++i) {
         const uint16_t port = pkts[i]->port < RTE_MAX_ETHPORTS ? s.port_index[pkts[i]->port] : 0xffff;
-        handle_frame(pkts[i], port, s, true);
+        handle_frame(rx, pkts[i], port, s, true);
       }
+      release_consumed();
     }
     // Like l3fwd: full bursts go out as they fill (TxBuffer::add); the rest on a TSC deadline, or at
     // once when this iteration found nothing to do. Fewer, larger bursts matter on PMDs whose TX is a

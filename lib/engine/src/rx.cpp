@@ -37,8 +37,7 @@ Peer peer_of(const proto::L2& l2, const proto::Ipv4& ip, const proto::Udp& udp, 
 
 }  // namespace
 
-void Lcore::handle_frame(rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept {
-  Rx rx;
+void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept {
   rx.m = m;
   rx.port = port;
   if (rx.port == 0xffff) {
@@ -183,7 +182,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
       count_drop(Drop::unexpected_opcode);
       break;
   }
-  rte_pktmbuf_free(m);
+  consume(m);
 }
 
 // Resolve the chunk and segment a data or request packet names; answers and counts what is wrong.

@@ -1,6 +1,7 @@
 // Transmit path: result segments as a header mbuf chained to the result buffer (zero-copy, refcounted),
 // or copied where the port cannot chain; error replies; round completion.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "phub/engine/lcore.hpp"
@@ -9,7 +10,7 @@
 
 namespace phub::engine {
 
-rte_mbuf* Lcore::start_message(const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept {
+rte_mbuf* Lcore::start_message(const JobPlan& plan, Peer& peer, const proto::Header& h) noexcept {
   const bool chain = snap_->ports[peer.port].zero_copy_tx;
   rte_mbuf* m = rte_pktmbuf_alloc(chain || h.payload_bytes == 0 ? r_.hdr_pool : r_.copy_pool);
   if (m == nullptr) {
@@ -19,24 +20,34 @@ rte_mbuf* Lcore::start_message(const JobPlan& plan, const Peer& peer, const prot
   return write_message(m, plan, peer, h) ? m : nullptr;
 }
 
-bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept {
+std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, Peer& peer, size_t udp_payload_bytes) noexcept {
   auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kFrameHeadersBytes));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
     count_drop(Drop::no_mbuf);
-    return false;
+    return nullptr;
   }
-  const PortInfo& pi = snap_->ports[peer.port];
-  proto::FlowAddrs a;
-  a.src_mac = pi.mac;
-  a.dst_mac = peer.mac;
-  a.src_ip = pi.ipv4;
-  a.dst_ip = peer.ip;
-  a.src_port = static_cast<uint16_t>(plan.cfg.port_base + r_.index);
-  a.dst_port = peer.udp_port;
-  constexpr size_t kL234 = proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes;
-  proto::write_eth_ipv4_udp(a, proto::kHeaderBytes + h.payload_bytes, std::span(p, kL234));
-  auto wire = std::span<std::byte, proto::kHeaderBytes>(p + kL234, proto::kHeaderBytes);
+  if (peer.l234_udp_payload != udp_payload_bytes || peer.l234_generation != snap_->generation) {
+    const PortInfo& pi = snap_->ports[peer.port];
+    proto::FlowAddrs a;
+    a.src_mac = pi.mac;
+    a.dst_mac = peer.mac;
+    a.src_ip = pi.ipv4;
+    a.dst_ip = peer.ip;
+    a.src_port = static_cast<uint16_t>(plan.cfg.port_base + r_.index);
+    a.dst_port = peer.udp_port;
+    proto::write_eth_ipv4_udp(a, udp_payload_bytes, peer.l234);
+    peer.l234_udp_payload = static_cast<uint16_t>(udp_payload_bytes);
+    peer.l234_generation = snap_->generation;
+  }
+  std::memcpy(p, peer.l234.data(), peer.l234.size());
+  return p + peer.l234.size();
+}
+
+bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, Peer& peer, const proto::Header& h) noexcept {
+  std::byte* p = write_l234(m, plan, peer, proto::kHeaderBytes + h.payload_bytes);
+  if (p == nullptr) return false;
+  auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
   proto::write_header(h, wire);
   if (plan.authenticated) proto::sign_header(plan.key, wire);
   return true;
@@ -77,7 +88,7 @@ void Lcore::chain_result(rte_mbuf* hdr, rte_mbuf* ext, ResultBuf* b, size_t off_
 // Fill `hdr` (a fresh header mbuf) with the result segment for `rank` and chain `ext` (a fresh mbuf of the
 // data-room-0 pool) to the result buffer, or copy the payload into `hdr` when `ext` is null.
 bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
-                        uint32_t seg, uint16_t rank, const Peer& peer) noexcept {
+                        uint32_t seg, uint16_t rank, Peer& peer) noexcept {
   proto::Header h = result_header(plan, c, round, seg, rank);
   h.seq = seq_++;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
@@ -104,7 +115,7 @@ bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const
 
 void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                          uint16_t rank) noexcept {
-  const Peer& peer = lj.peer(rank);
+  Peer& peer = lj.peer(rank);
   if (!peer.known) return;
   const bool chain = snap_->ports[peer.port].zero_copy_tx;
   rte_mbuf* hdr = rte_pktmbuf_alloc(chain ? r_.hdr_pool : r_.copy_pool);
@@ -147,17 +158,22 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     // One header for all ranks (rank and seq change), one atomic refcount update for all references.
     ResultBuf* b = LcoreJob::buf(c, c.cur);
     rte_mbuf_ext_refcnt_update(&b->shinfo, n);
-    proto::Header h = result_header(plan, c, c.round, seg, 0);
+    const proto::Header h = result_header(plan, c, c.round, seg, 0);
+    std::array<std::byte, proto::kHeaderBytes> wire;
+    proto::write_header(h, wire);
     const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
     for (uint16_t i = 0; i < n; ++i) {
-      const Peer& peer = lj.peer(ranks[i]);
-      h.rank = ranks[i];
-      h.seq = seq_++;
-      if (!write_message(hdrs[i], plan, peer, h)) {  // hdrs[i] is freed; the chunk still holds its own reference
+      Peer& peer = lj.peer(ranks[i]);
+      std::byte* p = write_l234(hdrs[i], plan, peer, proto::kHeaderBytes + h.payload_bytes);
+      if (p == nullptr) {  // hdrs[i] is freed; the chunk still holds its own reference
         rte_pktmbuf_free(exts[i]);
         rte_mbuf_ext_refcnt_update(&b->shinfo, -1);
         continue;
       }
+      auto out = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
+      std::memcpy(out.data(), wire.data(), wire.size());
+      proto::write_header_recipient(ranks[i], seq_++, out);
+      if (plan.authenticated) proto::sign_header(plan.key, out);
       chain_result(hdrs[i], exts[i], b, off_bytes, h.payload_bytes);
       ++lj.counters.results_sent;
       tx_[peer.port].add(hdrs[i], counters_);
@@ -201,7 +217,7 @@ void Lcore::send_error(const Rx& rx, const JobPlan& plan, proto::Status status, 
 
 void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
                           uint32_t aux) noexcept {
-  const Peer& peer = lj.peer(rank);
+  Peer& peer = lj.peer(rank);
   if (!peer.known) return;
   proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux);
   h.seq = seq_++;

@@ -101,6 +101,12 @@ void write_header_position(uint32_t round, uint32_t chunk_id, uint32_t elem_offs
   store_be<uint32_t>(p + kOffSeq, seq);
 }
 
+void write_header_recipient(uint16_t rank, uint32_t seq, std::span<std::byte, kHeaderBytes> out) noexcept {
+  std::byte* p = out.data();
+  store_be<uint16_t>(p + kOffRank, rank);
+  store_be<uint32_t>(p + kOffSeq, seq);
+}
+
 Expected<size_t, BuildError> build_message(Header h, std::span<const std::byte> payload,
                                            std::span<std::byte> out) noexcept {
   if (payload.size() > UINT16_MAX - kHeaderBytes) return unexpected(BuildError::payload_too_large);

@@ -93,7 +93,8 @@ void expect_results(Server& s, size_t j, uint32_t round, const std::vector<Recei
   for (const auto& r : got) {
     ASSERT_EQ(r.hdr.opcode, proto::Opcode::result) << proto::status_name(r.hdr.status);
     ASSERT_EQ(r.hdr.round, round);
-    ASSERT_EQ(r.dst_port, 50000 + r.hdr.rank);
+    ASSERT_EQ(r.dst_port, 50000 + s.workers->udp_port_shift + r.hdr.rank);
+    ASSERT_EQ(r.dst_ip, kServerIp + 100 + s.workers->ip_shift + r.hdr.rank);
     const uint32_t seg = r.hdr.elem_offset / l.params().segment_elems;
     ++seen[{r.hdr.chunk_id, seg, r.hdr.rank}];
     const auto values = decode(r.payload, job.dtype);
@@ -170,6 +171,23 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Allreduce,
                          ::testing::Values(Shape{1, 2, Dtype::fp32, false, false}, Shape{2, 4, Dtype::fp32, false, true},
                                            Shape{2, 8, Dtype::bf16, false, false}, Shape{1, 4, Dtype::fp16, false, true},
                                            Shape{2, 8, Dtype::fp32, true, false}, Shape{2, 3, Dtype::bf16, true, true}));
+
+// The server keeps each worker's frame headers from one result to the next: when the workers move (new
+// UDP ports, then new addresses) the results follow them, with valid IPv4 and UDP lengths and checksums
+// (parse_phub_frame checks them), also for the short last segments of each key.
+TEST(Engine, ResultsFollowWorkersThatMove) {
+  auto job = make_job(1, 4, {5000, 9}, Dtype::fp32);
+  job.chunk_bytes = 8192;
+  Server s(2, {job});
+  std::mt19937 rng(7);
+  for (uint32_t round = 0; round < 3; ++round) {
+    if (round == 1) s.workers->udp_port_shift = 1000;
+    if (round == 2) s.workers->ip_shift = 20;
+    const size_t segments = push_round(s, 0, round, rng);
+    auto got = s.workers->receive(segments * job.workers);
+    expect_results(s, 0, round, got, segments);
+  }
+}
 
 TEST(Engine, DuplicatesLatePushesRerequestsAndRoundErrors) {
   Server s(1, {make_job(1, 2, {352})});

@@ -95,9 +95,9 @@ proto::FlowAddrs Workers::addrs(uint16_t rank, uint16_t server_udp_port) const {
   proto::FlowAddrs a;
   a.src_mac = {0x02, 0x77, 0, 0, static_cast<uint8_t>(rank >> 8), static_cast<uint8_t>(rank)};
   a.dst_mac = server_mac_;
-  a.src_ip = kServerIp + 100 + rank;
+  a.src_ip = kServerIp + 100 + ip_shift + rank;
   a.dst_ip = kServerIp;
-  a.src_port = static_cast<uint16_t>(50000 + rank);
+  a.src_port = static_cast<uint16_t>(50000 + udp_port_shift + rank);
   a.dst_port = server_udp_port;
   return a;
 }
@@ -163,6 +163,7 @@ std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds t
         r.hdr = f->hdr;
         r.payload.assign(f->payload.begin(), f->payload.end());
         r.dst_port = f->udp.dst_port;
+        r.dst_ip = f->ip.dst;
         out.push_back(std::move(r));
       }
     }

@@ -42,6 +42,7 @@ struct Received {
   proto::Header hdr;
   std::vector<std::byte> payload;
   uint16_t dst_port = 0;  // UDP destination (the worker's port)
+  uint32_t dst_ip = 0;    // IPv4 destination (the worker's address)
 };
 
 // The worker side of the link: sends frames as any rank, receives everything the server sends back.
@@ -59,6 +60,10 @@ class Workers {
   std::vector<Received> receive(size_t count, std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
   // Other frames received (ARP replies, ICMP), raw.
   std::vector<std::vector<std::byte>> other;
+  // Where every rank sends from: UDP port 50000 + udp_port_shift + rank, IPv4 server + 100 + ip_shift + rank
+  // (a test moves the workers by changing them).
+  uint16_t udp_port_shift = 0;
+  uint32_t ip_shift = 0;
 
   [[nodiscard]] const proto::Layout& layout(const config::Job& job, uint16_t lcores, uint16_t mtu = 1500);
   [[nodiscard]] proto::MacAddr server_mac() const { return server_mac_; }

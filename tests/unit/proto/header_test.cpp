@@ -1,7 +1,9 @@
 // Tests of the phub header: round trip, every rejection reason, and bounds.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
+#include <random>
 #include <set>
 #include <string>
 
@@ -32,6 +34,23 @@ TEST(Header, RoundTripsEveryField) {
   ASSERT_TRUE(parsed.has_value()) << parse_error_name(parsed.error());
   h.payload_bytes = 10;
   EXPECT_EQ(*parsed, h);
+}
+
+// The server writes a result header once per segment and rewrites only rank and seq per worker.
+TEST(Header, RecipientRewriteEqualsAWholeWrite) {
+  std::mt19937 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    Header h = sample_header(static_cast<uint16_t>(rng() % 700), i % 2 ? Dtype::fp32 : Dtype::bf16);
+    h.rank = static_cast<uint16_t>(rng());
+    h.seq = static_cast<uint32_t>(rng());
+    std::array<std::byte, kHeaderBytes> patched, whole;
+    write_header(h, patched);
+    h.rank = static_cast<uint16_t>(rng());
+    h.seq = static_cast<uint32_t>(rng());
+    write_header_recipient(h.rank, h.seq, patched);
+    write_header(h, whole);
+    ASSERT_EQ(patched, whole) << i;
+  }
 }
 
 TEST(Header, FieldsAreBigEndianAtDocumentedOffsets) {

@@ -26,6 +26,11 @@ struct JobMath {
   agg::OptimizerParams optimizer;  // ps mode; step and grad_scale are set per update
 };
 
+// fp32 allreduce: the running sum is formed in the round's result buffer out[cur] itself, so a chunk
+// has no separate accumulator and a completed segment needs no copy into its result. (Elsewhere the
+// result differs from the fp32 sum: narrowed to bf16/fp16, or the weights the optimizer produced.)
+constexpr bool sums_in_result(const JobMath& m) noexcept { return !m.ps && m.out_dtype == Dtype::fp32; }
+
 // The memory of one chunk, carved by the owner from its arena (sizes in ChunkSizes).
 struct Chunk {
   uint32_t id = 0;
@@ -42,7 +47,7 @@ struct Chunk {
   uint64_t first_tsc = 0;      // first contribution of `round` (0: none yet)
   uint64_t stall_reported_tsc = 0;
 
-  float* acc = nullptr;        // elems fp32: the running sum
+  float* acc = nullptr;        // elems fp32: the running sum (null where it is kept in out[cur], see sums_in_result)
   float* weights = nullptr;    // ps: elems fp32
   float* moment1 = nullptr;    // ps momentum/nesterov/adam: elems fp32
   float* moment2 = nullptr;    // ps adam: elems fp32

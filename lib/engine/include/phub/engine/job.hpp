@@ -4,6 +4,8 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,6 +48,11 @@ struct Peer {
   uint16_t udp_port = 0;
   uint8_t port = 0;       // index of the server port it arrived on
   bool known = false;
+  // The Ethernet/IPv4/UDP headers of the last message sent to this peer, reused while the snapshot and
+  // the UDP payload length stay the same (every full-size result of a job has the same length).
+  uint64_t l234_generation = 0;  // Snapshot::generation it was written from (0: nothing cached)
+  uint16_t l234_udp_payload = 0;
+  std::array<std::byte, proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes> l234;
 };
 
 // One result buffer: a DPDK external buffer with a reference count. The chunk holds one reference; every

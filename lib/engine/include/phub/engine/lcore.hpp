@@ -52,7 +52,17 @@ class Lcore {
   struct Rx;  // a parsed frame on its way through the handlers
 
   // `port`: index of the port the frame arrived on (0xffff: unknown).
-  void handle_frame(rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept;
+  // `rx` is the loop's one scratch record, refilled by each frame's parse (not zeroed per frame).
+  void handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept;
+  // A received frame that is done with: freed with the rest of its burst (release_consumed).
+  void consume(rte_mbuf* m) noexcept {
+    if (consumed_n_ == kMaxBurst) release_consumed();
+    consumed_[consumed_n_++] = m;
+  }
+  void release_consumed() noexcept {
+    rte_pktmbuf_free_bulk(consumed_, consumed_n_);
+    consumed_n_ = 0;
+  }
   void handle_arp(const Rx& rx, const Snapshot& s) noexcept;
   void handle_icmp(rte_mbuf* m, Rx& rx) noexcept;
   void handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
@@ -71,12 +81,15 @@ class Lcore {
   void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
 
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
-  rte_mbuf* start_message(const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept;
+  rte_mbuf* start_message(const JobPlan& plan, Peer& peer, const proto::Header& h) noexcept;
   // The same into a given mbuf (freed on failure).
-  bool write_message(rte_mbuf* m, const JobPlan& plan, const Peer& peer, const proto::Header& h) noexcept;
+  bool write_message(rte_mbuf* m, const JobPlan& plan, Peer& peer, const proto::Header& h) noexcept;
+  // Appends the frame headers to `m` and writes its Ethernet/IPv4/UDP part for `udp_payload_bytes`; returns
+  // where the phub header goes, or null (m freed) when the mbuf has no room.
+  std::byte* write_l234(rte_mbuf* m, const JobPlan& plan, Peer& peer, size_t udp_payload_bytes) noexcept;
   static void chain_result(rte_mbuf* hdr, rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept;
   bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
-                   uint32_t seg, uint16_t rank, const Peer& peer) noexcept;
+                   uint32_t seg, uint16_t rank, Peer& peer) noexcept;
   void count_drop(Drop d) noexcept { ++counters_.drops[static_cast<size_t>(d)]; }
 
   LcoreResources r_;
@@ -85,6 +98,9 @@ class Lcore {
   const Snapshot* snap_ = nullptr;
   uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
   uint32_t seq_ = 0;
+  static constexpr uint16_t kMaxBurst = 32;  // frames taken from a queue or inbox at once
+  rte_mbuf* consumed_[kMaxBurst];
+  uint16_t consumed_n_ = 0;
 };
 
 }  // namespace phub::engine

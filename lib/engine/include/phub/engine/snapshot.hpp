@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,7 +23,14 @@ struct PortInfo {
   bool zero_copy_tx = false;   // chained mbufs with external buffers
 };
 
+inline uint64_t next_snapshot_generation() noexcept {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 struct Snapshot {
+  // Distinct for every snapshot made, never 0: what is cached from one snapshot is keyed by it.
+  const uint64_t generation = next_snapshot_generation();
   std::shared_ptr<const config::Config> config;
   std::vector<PortInfo> ports;
   std::vector<std::shared_ptr<const JobPlan>> jobs;

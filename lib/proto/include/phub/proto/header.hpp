@@ -107,6 +107,10 @@ void write_header(const Header& h, std::span<std::byte, kHeaderBytes> out) noexc
 void write_header_position(uint32_t round, uint32_t chunk_id, uint32_t elem_offset, uint32_t seq,
                            std::span<std::byte, kHeaderBytes> out) noexcept;
 
+// Rewrite only the addressee's rank and the sequence number of a written header (the same message to
+// every worker), leaving every other field, and the tag, as they are.
+void write_header_recipient(uint16_t rank, uint32_t seq, std::span<std::byte, kHeaderBytes> out) noexcept;
+
 // Header plus payload into `out`: fills payload_bytes (and crc32c when the crc flag is set), copies the
 // payload. Returns the bytes written, or an error when `out` is too small or the payload does not fit.
 [[nodiscard]] Expected<size_t, BuildError> build_message(Header h, std::span<const std::byte> payload,
