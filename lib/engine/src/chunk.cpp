@@ -13,6 +13,11 @@ constexpr size_t round_up(size_t n) noexcept { return (n + kAlign - 1) / kAlign 
 bool test_bit(const uint64_t* words, uint32_t i) noexcept { return (words[i / 64] >> (i % 64)) & 1u; }
 void set_bit(uint64_t* words, uint32_t i) noexcept { words[i / 64] |= uint64_t{1} << (i % 64); }
 
+void prefetch_for_write(const void* p, size_t bytes) noexcept {
+  const auto* b = static_cast<const std::byte*>(p);
+  for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(b + i, 1, 3);
+}
+
 // Where `round`'s running sum of the chunk is formed.
 float* sum_of(const JobMath& m, Chunk& c) noexcept {
   return sums_in_result(m) ? reinterpret_cast<float*>(c.out[c.cur]) : c.acc;
@@ -146,7 +151,11 @@ PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round,
     const size_t in_bytes = dtype_bytes(m.in_dtype);
     std::memcpy(c.staging + (static_cast<size_t>(rank) * c.elems + off) * in_bytes, payload, n * in_bytes);
   } else if (count == 1) {
-    m.kernels->init(sum_of(m, c) + off, payload, m.in_dtype, n);
+    float* sum = sum_of(m, c);
+    m.kernels->init(sum + off, payload, m.in_dtype, n);
+    // Workers push a chunk's segments in order: the next segment's first push follows soon, and its
+    // running sum (untouched since an earlier round) is likely out of the cache by now.
+    if (seg + 1 < c.segments) prefetch_for_write(sum + off + n, segment_elems(m, c, seg + 1) * sizeof(float));
   } else {
     m.kernels->accumulate(sum_of(m, c) + off, payload, m.in_dtype, n);
   }
