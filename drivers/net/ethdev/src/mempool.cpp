@@ -7,10 +7,10 @@
 namespace phub::drivers {
 
 Expected<Mempool, std::string> Mempool::create(const std::string& name, uint32_t mbufs, uint16_t data_room_bytes,
-                                               int socket, unsigned cache) {
+                                               int socket, unsigned cache, uint16_t priv_bytes) {
   const unsigned cache_size = std::min<unsigned>(cache, RTE_MEMPOOL_CACHE_MAX_SIZE);
-  rte_mempool* p = rte_pktmbuf_pool_create(name.c_str(), mbufs, std::min<unsigned>(cache_size, mbufs / 2), 0,
-                                           data_room_bytes, socket);
+  rte_mempool* p = rte_pktmbuf_pool_create(name.c_str(), mbufs, std::min<unsigned>(cache_size, mbufs / 2),
+                                           priv_bytes, data_room_bytes, socket);
   if (p == nullptr) {
     return unexpected("mempool " + name + ": cannot create " + std::to_string(mbufs) + " mbufs of " +
                       std::to_string(data_room_bytes) + " bytes: " + rte_strerror(rte_errno));
