@@ -14,8 +14,8 @@ class Mempool {
  public:
   Mempool() = default;
   // A pktmbuf pool of `mbufs` buffers with `data_room_bytes` each (0 for mbufs that only attach external
-  // buffers), a per-lcore cache, on `socket`. `priv_bytes` (a multiple of 8) between each mbuf and its
-  // buffer shift where frames start relative to the cache lines.
+  // buffers), a per-lcore cache, on `socket`. A private area of `priv_bytes` (a multiple of 8) between each
+  // mbuf and its buffer moves where frames start within a cache line.
   [[nodiscard]] static Expected<Mempool, std::string> create(const std::string& name, uint32_t mbufs,
                                                              uint16_t data_room_bytes, int socket,
                                                              unsigned cache = 256, uint16_t priv_bytes = 0);
