@@ -6,6 +6,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_mempool.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -384,6 +385,14 @@ std::string Engine::format_counters() const {
       << " tx_errors " << st.tx_errors << "\n";
   }
   return o.str();
+}
+
+unsigned Engine::transmit_mbufs_in_use() const {
+  unsigned n = 0;
+  for (const auto* pool : {&hdr_pool_, &ext_pool_, &copy_pool_}) {
+    if (pool->get() != nullptr) n += rte_mempool_in_use_count(pool->get());
+  }
+  return n;
 }
 
 uint64_t Engine::job_allocated_bytes(size_t job_index) const {

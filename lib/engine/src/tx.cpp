@@ -74,15 +74,19 @@ proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round,
 
 }  // namespace
 
-// Chain `ext` to `hdr`, pointing at `bytes` of the result buffer from `off_bytes`; the caller has counted the
-// reference in the buffer's refcount.
-void Lcore::chain_result(rte_mbuf* hdr, rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept {
+// Point `ext` (a fresh mbuf of the data-room-0 pool) at `bytes` of the result buffer from `off_bytes`; the
+// caller has counted the reference in the buffer's refcount.
+void Lcore::attach_result(rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept {
   rte_pktmbuf_attach_extbuf(ext, b->data + off_bytes, b->data_iova + off_bytes, bytes, &b->shinfo);
   ext->data_len = bytes;
   ext->pkt_len = bytes;
+}
+
+// Make `ext` the second and last segment of `hdr`.
+void Lcore::chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept {
   hdr->next = ext;
   hdr->nb_segs = 2;
-  hdr->pkt_len += bytes;
+  hdr->pkt_len += ext->data_len;
 }
 
 // Fill `hdr` (a fresh header mbuf) with the result segment for `rank` and chain `ext` (a fresh mbuf of the
@@ -99,7 +103,8 @@ bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const
   if (ext != nullptr) {
     ResultBuf* b = LcoreJob::buf(c, buf);
     rte_mbuf_ext_refcnt_update(&b->shinfo, 1);
-    chain_result(hdr, ext, b, off_bytes, h.payload_bytes);
+    attach_result(ext, b, off_bytes, h.payload_bytes);
+    chain_payload(hdr, ext);
     return true;
   }
   auto* dst = rte_pktmbuf_append(hdr, h.payload_bytes);
@@ -131,10 +136,12 @@ void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int 
 }
 
 void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept {
-  // The common case, every worker on zero-copy ports: take all the mbufs in two bulk allocations.
+  // The common case, every worker on zero-copy ports: one header mbuf per worker from one bulk allocation,
+  // all chained to a single payload mbuf that points into the result buffer and counts the chains in its
+  // own refcount (a segment shared read-only between packets, as DPDK's multicast example does). Each
+  // transmit's free then drops a count; the last one detaches it and returns the buffer reference.
   constexpr uint16_t kBatch = 64;
   rte_mbuf* hdrs[kBatch];
-  rte_mbuf* exts[kBatch];
   uint16_t ranks[kBatch];
   for (uint16_t first = 0; first < plan.math.workers; first += kBatch) {
     const uint16_t last = static_cast<uint16_t>(std::min<uint32_t>(plan.math.workers, first + kBatch));
@@ -146,35 +153,37 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
       all_chain = all_chain && snap_->ports[peer.port].zero_copy_tx;
       ranks[n++] = rank;
     }
+    if (n == 0) continue;
     if (!all_chain || rte_pktmbuf_alloc_bulk(r_.hdr_pool, hdrs, n) != 0) {
       for (uint16_t i = 0; i < n; ++i) send_segment(plan, lj, c, c.cur, c.round, seg, ranks[i]);
       continue;
     }
-    if (rte_pktmbuf_alloc_bulk(r_.ext_pool, exts, n) != 0) {
-      for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(hdrs[i]);
+    rte_mbuf* payload = rte_pktmbuf_alloc(r_.ext_pool);
+    if (payload == nullptr) {
+      rte_pktmbuf_free_bulk(hdrs, n);
       count_drop(Drop::no_mbuf);
       continue;
     }
-    // One header for all ranks (rank and seq change), one atomic refcount update for all references.
+    // One header for all ranks (rank and seq change).
     ResultBuf* b = LcoreJob::buf(c, c.cur);
-    rte_mbuf_ext_refcnt_update(&b->shinfo, n);
+    rte_mbuf_ext_refcnt_update(&b->shinfo, 1);
     const proto::Header h = result_header(plan, c, c.round, seg, 0);
+    attach_result(payload, b, static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype), h.payload_bytes);
+    rte_mbuf_refcnt_set(payload, n);
     std::array<std::byte, proto::kHeaderBytes> wire;
     proto::write_header(h, wire);
-    const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
     for (uint16_t i = 0; i < n; ++i) {
       Peer& peer = lj.peer(ranks[i]);
       std::byte* p = write_l234(hdrs[i], plan, peer, proto::kHeaderBytes + h.payload_bytes);
-      if (p == nullptr) {  // hdrs[i] is freed; the chunk still holds its own reference
-        rte_pktmbuf_free(exts[i]);
-        rte_mbuf_ext_refcnt_update(&b->shinfo, -1);
+      if (p == nullptr) {  // hdrs[i] is freed; drop its count on the payload
+        rte_pktmbuf_free(payload);
         continue;
       }
       auto out = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
       std::memcpy(out.data(), wire.data(), wire.size());
       proto::write_header_recipient(ranks[i], seq_++, out);
       if (plan.authenticated) proto::sign_header(plan.key, out);
-      chain_result(hdrs[i], exts[i], b, off_bytes, h.payload_bytes);
+      chain_payload(hdrs[i], payload);
       ++lj.counters.results_sent;
       tx_[peer.port].add(hdrs[i], counters_);
     }

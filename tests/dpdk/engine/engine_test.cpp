@@ -165,6 +165,9 @@ TEST_P(Allreduce, EveryResultIsExactForThreeRounds) {
   if (p.lcores > 1) {
     EXPECT_EQ(s.engine->totals().lcores.redirected_out, 0u);  // the ring sender picks the owner's queue
   }
+  // Every result was received and freed: its header mbuf and its share of the payload mbuf (one per
+  // segment, shared by all recipients) are back in their pools.
+  EXPECT_EQ(s.engine->transmit_mbufs_in_use(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Allreduce,

@@ -45,6 +45,9 @@ class Engine {
   [[nodiscard]] const Snapshot& snapshot() const noexcept { return *snapshot_.load(); }
   // Bytes the data plane really allocated for a job (sum over its lcores).
   [[nodiscard]] uint64_t job_allocated_bytes(size_t job_index) const;
+  // Mbufs of the transmit pools (headers, result payload references, copies) not back in their pool:
+  // frames queued or in flight. Zero once everything sent has been transmitted and freed.
+  [[nodiscard]] unsigned transmit_mbufs_in_use() const;
   [[nodiscard]] const std::vector<std::unique_ptr<drivers::EthPort>>& ports() const noexcept { return ports_; }
 
  private:

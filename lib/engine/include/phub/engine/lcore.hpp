@@ -87,7 +87,8 @@ class Lcore {
   // Appends the frame headers to `m` and writes its Ethernet/IPv4/UDP part for `udp_payload_bytes`; returns
   // where the phub header goes, or null (m freed) when the mbuf has no room.
   std::byte* write_l234(rte_mbuf* m, const JobPlan& plan, Peer& peer, size_t udp_payload_bytes) noexcept;
-  static void chain_result(rte_mbuf* hdr, rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept;
+  static void attach_result(rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept;
+  static void chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept;
   bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
                    uint32_t seg, uint16_t rank, Peer& peer) noexcept;
   void count_drop(Drop d) noexcept { ++counters_.drops[static_cast<size_t>(d)]; }
