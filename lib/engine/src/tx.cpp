@@ -164,12 +164,12 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
       count_drop(Drop::no_mbuf);
       continue;
     }
-    // One header for all ranks (rank and seq change).
     ResultBuf* b = LcoreJob::buf(c, c.cur);
-    rte_mbuf_ext_refcnt_update(&b->shinfo, 1);
+    rte_mbuf_ext_refcnt_update(&b->shinfo, 1);  // the payload mbuf's reference
     const proto::Header h = result_header(plan, c, c.round, seg, 0);
     attach_result(payload, b, static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype), h.payload_bytes);
     rte_mbuf_refcnt_set(payload, n);
+    // One header for all ranks (rank and seq change).
     std::array<std::byte, proto::kHeaderBytes> wire;
     proto::write_header(h, wire);
     for (uint16_t i = 0; i < n; ++i) {
