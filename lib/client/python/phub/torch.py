@@ -6,7 +6,9 @@
 The server job's keys are the model's trainable parameters in order (print them with lua_keys(model) or
 `python3 -m phub.keys module:factory`), so they do not depend on how DDP groups gradients into buckets.
 """
+import os
 import queue
+import random
 import threading
 
 import torch
@@ -30,6 +32,21 @@ def lua_keys(model):
 
 
 _JOB_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _for_this_run(overrides):
+    """Client settings with a run token shared by every rank of this run (drawn by rank 0 and broadcast over
+    the default torch.distributed group), so that the workers join only the job epoch their own rank 0
+    starts, never one of an earlier run. Without a process group (or with PHUB_RUN_TOKEN set) nothing is
+    added."""
+    if "run_token" in overrides or os.environ.get("PHUB_RUN_TOKEN"):
+        return overrides
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return overrides
+    token = [random.SystemRandom().randrange(1, 1 << 32) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(token, src=0)
+    return dict(overrides, run_token=token[0])
 
 
 class _Completer(threading.Thread):
@@ -59,7 +76,7 @@ class HookState:
     parameter. The job's reduce may be "mean" (the server divides) or "sum" (the hook divides)."""
 
     def __init__(self, model, client=None, **client_overrides):
-        self.client = client or Client.from_env(**client_overrides)
+        self.client = client or Client.from_env(**_for_this_run(client_overrides))
         params = [p for _, p in trainable(model)]
         self.key_of = {}
         for p in params:
@@ -106,7 +123,7 @@ class PSOptimizer(torch.optim.Optimizer):
 
     def __init__(self, params, client=None, init=True, **client_overrides):
         super().__init__(params, {})
-        self.client = client or Client.from_env(mode="ps", **client_overrides)
+        self.client = client or Client.from_env(mode="ps", **_for_this_run(client_overrides))
         self._params = [p for group in self.param_groups for p in group["params"]]
         job_dtype = _JOB_DTYPES[self.client.dtype]
         self._stage = [p.dtype != job_dtype for p in self._params]
