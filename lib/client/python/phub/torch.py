@@ -32,6 +32,19 @@ def lua_keys(model):
 _JOB_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
+def _wait_all(reqs):
+    """Waits for every request, then raises the first error: after a failure the others still send from and
+    write into their buffers until they end, so those buffers may be reused only once all have ended."""
+    error = None
+    for r in reqs:
+        try:
+            r.wait()
+        except Exception as e:  # a PhubError
+            error = error or e
+    if error is not None:
+        raise error
+
+
 class _Completer(threading.Thread):
     """Waits for the requests of each submitted batch in order and completes its future (daemon thread)."""
 
@@ -47,8 +60,7 @@ class _Completer(threading.Thread):
                 return
             reqs, finish, fut = item
             try:
-                for r in reqs:
-                    r.wait()
+                _wait_all(reqs)
                 fut.set_result(finish())
             except Exception as e:  # a PhubError, delivered to whoever waits on the future
                 fut.set_exception(e)
@@ -170,8 +182,7 @@ class PSOptimizer(torch.optim.Optimizer):
                 g = self._zeros.setdefault(k, torch.zeros(p.numel(), dtype=self._flat(k).dtype))
             g = g.reshape(-1).to(self._flat(k).dtype).contiguous()
             reqs.append(self.client.step_async(self._flat(k), g, key=k))
-        for r in reqs:
-            r.wait()
+        _wait_all(reqs)
         self._copy_back()
         return loss
 
