@@ -12,8 +12,8 @@ process each, real PyTorch and a gloo group), with faults on every worker's path
 Cases (oracle_worker.py has the checks; server_math.py the server's arithmetic):
   ddp-deterministic   DDP, 3 buckets, rank-order mean: future and gradients bit-exact
   ddp-arrival-order   DDP (gradient_as_bucket_view), arrival-order sum, the hook divides: each element is
-                      one of the server's possible orders bit for bit, within the fp32 summation bound, the
-                      same bits on every rank
+                      one of the server's possible orders bit for bit, within the fp32 summation bound
+                      (in every DDP case all ranks must receive the same bits)
   ddp-bf16            DDP on a bf16 job (the hook stages fp32 <-> bf16), deterministic mean, bit-exact
   ps-momentum         PSOptimizer, momentum + L2 weight decay, mean: weights bit-exact vs the replay
   ps-adamw            PSOptimizer, Adam with decoupled weight decay, sum

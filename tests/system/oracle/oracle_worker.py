@@ -8,8 +8,8 @@ ddp: a DistributedDataParallel model (several buckets) with a comm hook that rec
      values) before returning. After each backward every rank all-gathers (gloo) what every rank passed in and
      checks the future's value and the gradients DDP wrote against the server's arithmetic (server_math.py):
      bit for bit against the rank-order sum on a deterministic job; on an arrival-order job, bit for bit
-     against one of the orders the server may add in (and within the fp32 summation bound), with every rank
-     holding the same bits. Every third step feeds exactly summable bit patterns instead of the loss's
+     against one of the orders the server may add in (and within the fp32 summation bound); on every job all
+     ranks must hold the same bits. Every third step feeds exactly summable bit patterns instead of the loss's
      gradients (oracle_model.exact_pattern), where every order gives the same bits.
 ps:  phub.torch.PSOptimizer; the gradients are rounded to a few significant bits (exact sums in any order)
      and overwritten with NaN as soon as step() returns. Each rank replays the server's optimizer on the
