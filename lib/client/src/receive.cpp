@@ -4,9 +4,15 @@
 #include <cstring>
 
 #include "phub/client/client.hpp"
+#include "phub/client/clock.hpp"
 #include "phub/proto/auth.hpp"
 
 namespace phub::client {
+namespace {
+
+constexpr uint64_t kPullRetryNs = 5'000'000;  // a pull that found no weights yet asks again after 5 ms
+
+}  // namespace
 
 void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from, uint64_t now) {
   const int64_t owner = owner_of(from);
@@ -131,6 +137,7 @@ void Client::on_error(const proto::Header& h) {
       break;
     case proto::Status::not_initialized:
       op.not_initialized_seen = true;
+      if (op.kind == OpKind::pull) pull_retries_.emplace_back(now_ns() + kPullRetryNs, c);
       break;
     case proto::Status::ok:
     case proto::Status::epoch_mismatch:  // handled before (on_epoch_mismatch)
