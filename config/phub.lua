@@ -82,14 +82,13 @@ return {
     },
   },
 
-  timeouts = { round_stall_ms = 2000, arp_refresh_ms = 30000, drain_ms = 1000 },
+  timeouts = { round_stall_ms = 2000, drain_ms = 1000 },
 
   limits = {
     memory_bytes = "256MiB",
     max_jobs = 8,
     mbufs = 8191,                  -- per port; fits in the 512 MB of -m 512
     ring_entries = 8192,           -- hand-off ring per lcore pair: as many entries as the port's mbufs
-    max_rounds_ahead = 1,
   },
 
   control = { socket_path = "/run/phub/ctl.sock", stats_interval_ms = 5000 },

@@ -144,7 +144,8 @@ void Client::on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t 
   // Results of the epoch were used, or this is rank 0 and another rank 0 restarted the job past it.
   fail_all(Error{PHUB_ERR_EPOCH, "job " + std::to_string(opt_.job_id) + " was restarted on the server (its epoch is now " +
                                      std::to_string(server_epoch) + ", this client's " + std::to_string(m.epoch) +
-                                     "): a new run's rank 0 connected, so this worker's rounds are void; start it again"});
+                                     "): a new run's rank 0 connected or the operator reset the job, so this worker's rounds are void; "
+                                     "start it again"});
 }
 
 }  // namespace phub::client

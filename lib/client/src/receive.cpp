@@ -142,6 +142,11 @@ void Client::on_error(const proto::Header& h) {
     case proto::Status::ok:
     case proto::Status::epoch_mismatch:  // handled before (on_epoch_mismatch)
       break;
+    case proto::Status::draining:
+      fail_op(slot, Error{PHUB_ERR_DRAINED, chunk + ": the server starts no new round of job " +
+                                                std::to_string(opt_.job_id) +
+                                                ": the operator drained it (phub-ctl drain) or a reload removes it"});
+      break;
     case proto::Status::round_ahead:
     case proto::Status::round_behind:
       fail_op(slot, Error{PHUB_ERR_ROUND_MISMATCH,
