@@ -1,7 +1,6 @@
 // phub-server: load the Lua config, start the EAL, run the aggregation data plane until SIGTERM/SIGINT.
 #include <rte_eal.h>
 #include <rte_lcore.h>
-#include <systemd/sd-daemon.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "notify.hpp"
 #include "options.hpp"
 #include "phub/config/load.hpp"
 #include "phub/engine/engine.hpp"
@@ -92,7 +92,10 @@ int main(int argc, char** argv) {
       rc = fail(started.error());
     } else {
       say("ready");
-      (void)sd_notify(0, "READY=1\nSTATUS=aggregating");
+      phub::server::Notifier notifier;
+      notifier.ready("aggregating: " + std::to_string(cfg->jobs.size()) + " job(s) on " +
+                     std::to_string(cfg->lcores.size()) + " lcore(s), " + std::to_string(cfg->ports.size()) +
+                     " port(s)");
       phub::server::StatsLine stats(**engine);
       const auto t0 = std::chrono::steady_clock::now();
       const uint32_t interval_ms = opts->stats_interval_ms ? opts->stats_interval_ms : cfg->control.stats_interval_ms;
@@ -104,6 +107,7 @@ int main(int argc, char** argv) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         const auto now = std::chrono::steady_clock::now();
+        notifier.watchdog(now);
         if (g_dump.exchange(false)) std::fputs((*engine)->format_counters().c_str(), stdout);
         if (interval_ms != 0 && now >= next_stats) {
           say(stats.next());
@@ -111,8 +115,10 @@ int main(int argc, char** argv) {
         }
         if (opts->duration_s > 0 && now - t0 >= std::chrono::duration<double>(opts->duration_s)) break;
       }
-      (void)sd_notify(0, "STOPPING=1");
-      say(g_signal.load() != 0 ? std::string("stopping on ") + strsignal(g_signal.load()) : "stopping: duration over");
+      const std::string stopping =
+          g_signal.load() != 0 ? std::string("stopping on ") + strsignal(g_signal.load()) : "stopping: duration over";
+      notifier.stopping(stopping);
+      say(stopping);
       (*engine)->stop();
       say(stats.next());
       std::fputs((*engine)->format_counters().c_str(), stdout);
