@@ -108,7 +108,10 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         const auto now = std::chrono::steady_clock::now();
         notifier.watchdog(now);
-        if (g_dump.exchange(false)) std::fputs((*engine)->format_counters().c_str(), stdout);
+        if (g_dump.exchange(false)) {
+          std::fputs((*engine)->format_counters().c_str(), stdout);
+          std::fflush(stdout);  // under systemd stdout is a socket to the journal, fully buffered
+        }
         if (interval_ms != 0 && now >= next_stats) {
           say(stats.next());
           next_stats = now + std::chrono::milliseconds(interval_ms);
