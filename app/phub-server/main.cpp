@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "boot_info.hpp"
 #include "notify.hpp"
 #include "options.hpp"
 #include "phub/config/load.hpp"
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> eal = opts->eal_args_set ? opts->eal_args : cfg->eal_args;
   for (const auto& a : opts->eal_extra) eal.push_back(a);
+  if (opts->print_boot_info) {
+    std::fputs(phub::server::boot_info_json(*cfg, eal).c_str(), stdout);
+    return 0;
+  }
   std::vector<char*> eal_argv;
   std::string prog = "phub-server";
   eal_argv.push_back(prog.data());
