@@ -11,6 +11,7 @@ for one that fails validation. It needs the live reload of issue 14 and is not r
 import argparse
 import os
 import select
+import shutil
 import signal
 import socket
 import statistics
@@ -130,6 +131,10 @@ class Session:
         self.proc.stdout.close()
         self.sock.close()
         os.unlink(self.path)
+        # The EAL's runtime directory of this run's --file-prefix (root's; others' live under XDG_RUNTIME_DIR).
+        runtime = ("/var/run/dpdk" if os.geteuid() == 0
+                   else os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk"))
+        shutil.rmtree(os.path.join(runtime, self.prefix), ignore_errors=True)
 
 
 def ready_watchdog_stopping(check, server, tmp):
