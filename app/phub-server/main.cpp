@@ -15,6 +15,7 @@
 #include "boot_info.hpp"
 #include "notify.hpp"
 #include "options.hpp"
+#include "reload.hpp"
 #include "phub/config/load.hpp"
 #include "phub/engine/engine.hpp"
 #include "stats_line.hpp"
@@ -107,9 +108,13 @@ int main(int argc, char** argv) {
       auto next_stats = t0 + std::chrono::milliseconds(interval_ms);
       while (g_signal.load() == 0 || g_signal.load() == SIGHUP) {
         if (g_signal.load() == SIGHUP) {
-          say("SIGHUP: live reload is not available in this version; the running config is unchanged");
           g_signal.store(0);
+          notifier.reloading("reloading " + (opts->config_path.empty() ? std::string("the embedded config") : opts->config_path));
+          const auto r = phub::server::reload(**engine, opts->config_path);
+          say(r.message);
+          notifier.reloaded(r.applied ? "aggregating: reloaded" : "aggregating: reload refused, config unchanged");
         }
+        (*engine)->collect_retired();
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         const auto now = std::chrono::steady_clock::now();
         notifier.watchdog(now);
