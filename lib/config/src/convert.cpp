@@ -151,6 +151,22 @@ void convert_limits(Record& r, Limits& l) {
   }
 }
 
+// "127.0.0.1:9464", "localhost:0": a host (no spaces or colons) and a decimal port.
+bool valid_listen_address(const std::string& a) {
+  const size_t colon = a.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == a.size() || a.size() - colon - 1 > 5) return false;
+  for (size_t i = 0; i < colon; ++i) {
+    const char ch = a[i];
+    if (ch == ':' || ch == ' ' || static_cast<unsigned char>(ch) < 0x21 || static_cast<unsigned char>(ch) > 0x7e) return false;
+  }
+  uint32_t port = 0;
+  for (size_t i = colon + 1; i < a.size(); ++i) {
+    if (a[i] < '0' || a[i] > '9') return false;
+    port = port * 10 + static_cast<uint32_t>(a[i] - '0');
+  }
+  return port <= 65535;
+}
+
 void convert_control(Record& r, Control& c) {
   r.string("socket_path", c.socket_path);
   if (c.socket_path.empty() || c.socket_path.size() > kMaxSocketPathBytes) {
@@ -158,6 +174,12 @@ void convert_control(Record& r, Control& c) {
                                               std::to_string(kMaxSocketPathBytes) + " bytes (a Unix socket path)");
   }
   r.integer("stats_interval_ms", c.stats_interval_ms, 0, kMaxMs);
+  r.string("metrics_address", c.metrics_address);
+  if (!c.metrics_address.empty() && !valid_listen_address(c.metrics_address)) {
+    r.errors().add(r.path("metrics_address"), quote(c.metrics_address) +
+                                                  " is not HOST:PORT (an IPv4 address or a name, and a port 0..65535)");
+  }
+  r.integer("metrics_interval_ms", c.metrics_interval_ms, 10, kMaxMs);
 }
 
 }  // namespace

@@ -188,6 +188,8 @@ std::string dump_lua(const Config& c) {
   w.open("control");
   w.text("socket_path", c.control.socket_path);
   w.field("stats_interval_ms", c.control.stats_interval_ms);
+  w.text("metrics_address", c.control.metrics_address);
+  w.field("metrics_interval_ms", c.control.metrics_interval_ms);
   w.close();
   w.close("}");
   return w.take();

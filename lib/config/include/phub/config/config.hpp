@@ -144,6 +144,8 @@ struct Limits {
 struct Control {
   std::string socket_path = "/run/phub/ctl.sock";
   uint32_t stats_interval_ms = 0;   // 0 = no periodic stats line
+  std::string metrics_address = "127.0.0.1:9464";  // the Prometheus endpoint; empty = none
+  uint32_t metrics_interval_ms = 1000;  // how often the counters phub-ctl, telemetry and Prometheus show are taken
 
   bool operator==(const Control&) const = default;
 };
