@@ -48,7 +48,7 @@ uint32_t Station::next_hop(uint32_t ip) const noexcept {
   return ((ip ^ addr_.ip) & addr_.netmask) == 0 ? ip : addr_.gateway;
 }
 
-const proto::MacAddr* Station::mac_of(uint32_t ip) const noexcept { return arp_.find(ip, rte_rdtsc()); }
+const MacAddr* Station::mac_of(uint32_t ip) const noexcept { return arp_.find(ip, rte_rdtsc()); }
 
 unsigned Station::poll(AwaitedReply* awaited) noexcept {
   std::array<rte_mbuf*, kBurst> rx;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "generator.hpp"
+#include "phub/base/ipv4.hpp"
 #include "phub/proto/arp_icmp.hpp"
 
 namespace phub::pktgen {
@@ -79,14 +80,14 @@ Expected<void, std::string> Generator::resolve(double timeout_s) {
   for (int attempt = 1;; ++attempt) {
     if (arp_exchange(std::min<Clock::time_point>(deadline, Clock::now() + std::chrono::seconds(2)))) return {};
     if (Clock::now() >= deadline || attempt == 4) break;
-    std::fprintf(stderr, "pktgen: no ARP reply from %s; restarting port %s\n", ipv4_text(cfg_.target.server_ip).c_str(),
-                 port_->name().c_str());
+    std::fprintf(stderr, "pktgen: no ARP reply from %s; restarting port %s\n",
+                 format_ipv4(cfg_.target.server_ip).c_str(), port_->name().c_str());
     (void)rte_eth_dev_stop(port_->id());
     if (rte_eth_dev_start(port_->id()) != 0) return unexpected("port " + port_->name() + ": restart failed");
     if (auto r = wait_link(deadline); !r) return r;
   }
-  return unexpected("ARP: no reply from " + ipv4_text(cfg_.target.server_ip) + " within " + std::to_string(timeout_s) +
-                    " s (give --server-mac to skip ARP)");
+  return unexpected("ARP: no reply from " + format_ipv4(cfg_.target.server_ip) + " within " +
+                    std::to_string(timeout_s) + " s (give --server-mac to skip ARP)");
 }
 
 }  // namespace phub::pktgen

@@ -12,6 +12,8 @@
 
 #include "generator.hpp"
 #include "options.hpp"
+#include "phub/base/ipv4.hpp"
+#include "phub/base/mac.hpp"
 #include "scenario.hpp"
 #include "session.hpp"
 #include "trace.hpp"
@@ -51,12 +53,12 @@ phub::Expected<Target, std::string> build_target(const Options& o) {
   if (t.jobs.empty()) return phub::unexpected(std::string("no jobs: give --server-config or --job (see --help)"));
   if (o.mtu != 0) t.mtu = o.mtu;
   if (!o.server_ip.empty()) {
-    auto ip = parse_ipv4(o.server_ip);
+    auto ip = phub::parse_ipv4_address(o.server_ip);
     if (!ip) return phub::unexpected("--server-ip: " + ip.error());
     t.server_ip = *ip;
   }
   if (!o.server_mac.empty()) {
-    auto mac = parse_mac(o.server_mac);
+    auto mac = phub::parse_mac_address(o.server_mac);
     if (!mac) return phub::unexpected("--server-mac: " + mac.error());
     t.server_mac = *mac;
   }
@@ -95,12 +97,12 @@ void emit_json(const Options& o, const Record& rec) {
 int offline(const Options& o, const Target& t) {
   uint32_t worker_ip = 0;
   if (!o.worker_ip.empty()) {
-    auto ip = parse_ipv4(o.worker_ip);
+    auto ip = phub::parse_ipv4_address(o.worker_ip);
     if (!ip) return fail("--worker-ip: " + ip.error());
     worker_ip = *ip;
   }
   auto rec = o.write_pcap.empty() ? verify_trace(t, o.verify_pcap)
-                                  : write_trace(t, TraceOptions{o.write_pcap, o.pcap_rounds, worker_ip, {0x02, 0x70, 0x67, 0, 0, 1}});
+                                  : write_trace(t, TraceOptions{o.write_pcap, o.pcap_rounds, worker_ip});
   if (!rec) return fail(rec.error());
   emit_json(o, *rec);
   if (!o.json) std::fputs(rec->to_json().c_str(), stderr);
@@ -112,7 +114,7 @@ int online(const Options& o, const Target& t) {
   gc.port = o.port;
   gc.target = t;
   if (!o.worker_ip.empty()) {
-    auto ip = parse_ipv4(o.worker_ip);
+    auto ip = phub::parse_ipv4_address(o.worker_ip);
     if (!ip) return fail("--worker-ip: " + ip.error());
     gc.worker_ip = *ip;
   }

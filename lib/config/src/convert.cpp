@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "phub/base/ipv4.hpp"
+#include "phub/base/mac.hpp"
 #include "phub/config/text.hpp"
 
 namespace phub::config::detail {
@@ -93,8 +95,11 @@ Port convert_port(const Value& v, const std::string& path, Errors& errors) {
   }
   if (const Value* m = r.get("mac")) {
     if (auto s = as_string(*m, r.path("mac"), errors)) {
-      p.mac = parse_mac(*s);
-      if (!p.mac) errors.add(r.path("mac"), render(*m) + " is not a MAC address (\"aa:bb:cc:dd:ee:ff\")");
+      if (auto mac = parse_mac_address(*s)) {
+        p.mac = *mac;
+      } else {
+        errors.add(r.path("mac"), render(*m) + " is not a MAC address (\"aa:bb:cc:dd:ee:ff\")");
+      }
     }
   }
   r.integer("mtu", p.mtu, 576, 9000);
@@ -209,9 +214,9 @@ std::optional<Ipv4Prefix> as_ipv4(const Value& v, std::string_view path, PrefixF
   bool has_slash = s->find('/') != std::string::npos;
   std::optional<Ipv4Prefix> p;
   if (has_slash && form != PrefixForm::bare) {
-    p = parse_ipv4_prefix(*s);
+    if (auto a = parse_ipv4_prefix(*s)) p = *a;
   } else if (!has_slash && form != PrefixForm::required) {
-    if (auto a = parse_ipv4(*s)) p = Ipv4Prefix{*a, 32};
+    if (auto a = parse_ipv4_address(*s)) p = Ipv4Prefix{*a, 32};
   }
   if (!p) {
     static constexpr std::string_view kRule[] = {"is not an IPv4 address (\"a.b.c.d\")",
