@@ -89,7 +89,7 @@ void linger(double seconds) {
 
 // Prints `rec` as JSON on stdout (with --json) and to --json-file.
 void emit_json(const Options& o, const Record& rec) {
-  const std::string text = rec.to_json() + "\n";
+  const std::string text = rec.to_json();
   if (o.json) std::fputs(text.c_str(), stdout);
   if (!o.json_file.empty()) std::ofstream(o.json_file) << text;
 }
