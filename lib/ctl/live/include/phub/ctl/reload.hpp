@@ -6,7 +6,7 @@
 
 #include "phub/engine/engine.hpp"
 
-namespace phub::server {
+namespace phub::ctl {
 
 struct ReloadReport {
   bool applied = false;
@@ -16,4 +16,4 @@ struct ReloadReport {
 // `path` empty: the embedded default config.
 [[nodiscard]] ReloadReport reload(engine::Engine& engine, const std::string& path);
 
-}  // namespace phub::server
+}  // namespace phub::ctl

@@ -1,11 +1,11 @@
 // Reload from a config file (see reload.hpp).
-#include "reload.hpp"
+#include "phub/ctl/reload.hpp"
 
 #include <cstdio>
 
 #include "phub/config/load.hpp"
 
-namespace phub::server {
+namespace phub::ctl {
 namespace {
 
 std::string ms(uint64_t ns) {
@@ -39,4 +39,4 @@ ReloadReport reload(engine::Engine& engine, const std::string& path) {
   return r;
 }
 
-}  // namespace phub::server
+}  // namespace phub::ctl
