@@ -14,10 +14,11 @@
 #include <random>
 #include <thread>
 
-#include "dpdk_eal.hpp"
 #include "dpdk_station.hpp"
+#include "phub/base/eal_args.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/base/mac.hpp"
+#include "phub/drivers/eal.hpp"
 #include "phub/drivers/mempool.hpp"
 #include "poll_window.hpp"
 
@@ -33,7 +34,8 @@ constexpr uint64_t kExactPollUs = 5;       // a request found this soon after an
 
 class DpdkTransport final : public ProbeTransport {
  public:
-  DpdkTransport(Eal eal, drivers::Mempool pool, drivers::EthPort port, const StationAddr& addr, unsigned idle_sleep_us)
+  DpdkTransport(drivers::Eal eal, drivers::Mempool pool, drivers::EthPort port, const StationAddr& addr,
+                unsigned idle_sleep_us)
       : eal_(std::move(eal)),
         pool_(std::move(pool)),
         port_(std::move(port)),
@@ -196,7 +198,7 @@ class DpdkTransport final : public ProbeTransport {
                  static_cast<unsigned long long>(c.replies_unmatched), static_cast<unsigned long long>(c.tx_failed));
   }
 
-  Eal eal_;  // members are destroyed in reverse: the port closes before its pool, both before the EAL
+  drivers::Eal eal_;  // members are destroyed in reverse: the port closes before its pool, both before the EAL
   drivers::Mempool pool_;
   drivers::EthPort port_;
   uint64_t hz_;
@@ -224,7 +226,8 @@ Expected<std::unique_ptr<ProbeTransport>, std::string> make_dpdk_transport(const
     gateway = *gw;
   }
   if (o.port_devargs.empty()) return unexpected(std::string("--port DEVARGS is required with --dpdk"));
-  auto eal = Eal::start(o.eal_args);
+  // The EAL pins the calling thread to its main lcore; the agent's threads keep the CPUs they had.
+  auto eal = drivers::Eal::start("phub-probe", split_eal_args(o.eal_args), /*keep_thread_affinity=*/true);
   if (!eal) return unexpected(eal.error());
   auto pool = drivers::Mempool::create("phub_probe_rx", kPoolMbufs, RTE_MBUF_DEFAULT_BUF_SIZE,
                                        static_cast<int>(rte_socket_id()), 32);

@@ -1,7 +1,5 @@
 // phub-pktgen: a DPDK packet generator that emulates the workers of phub jobs, verifies every result,
 // and measures goodput, loss and round latency; Lua-scriptable; writes replayable pcap traces.
-#include <rte_eal.h>
-
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -14,6 +12,7 @@
 #include "options.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/base/mac.hpp"
+#include "phub/drivers/eal.hpp"
 #include "scenario.hpp"
 #include "session.hpp"
 #include "trace.hpp"
@@ -178,14 +177,9 @@ int main(int argc, char** argv) {
   if (!target) return fail(target.error());
   if (!opts->write_pcap.empty() || !opts->verify_pcap.empty()) return offline(*opts, *target);
 
-  std::vector<std::string> eal = opts->eal_args;
-  eal.insert(eal.begin(), "phub-pktgen");
-  std::vector<char*> eal_argv(eal.size());
-  std::transform(eal.begin(), eal.end(), eal_argv.begin(), [](std::string& w) { return w.data(); });
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) return fail("EAL initialisation failed");
+  auto eal = phub::drivers::Eal::start("phub-pktgen", opts->eal_args);
+  if (!eal) return fail(eal.error());
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  const int rc = online(*opts, *target);
-  rte_eal_cleanup();
-  return rc;
+  return online(*opts, *target);  // the generator's ports and pools are closed before the EAL is cleaned up
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "phub/base/eal_args.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/base/mac.hpp"
 #include "phub/config/text.hpp"
@@ -56,16 +57,7 @@ std::vector<std::string> strings_of(const Value& v, const std::string& path, Err
 
 std::vector<std::string> eal_args(const Value& v, const std::string& path, Errors& errors) {
   if (v.kind != Value::Kind::string) return strings_of(v, path, errors);
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < v.text.size()) {
-    size_t start = v.text.find_first_not_of(" \t\n", pos);
-    if (start == std::string::npos) break;
-    size_t end = std::min(v.text.find_first_of(" \t\n", start), v.text.size());
-    out.push_back(v.text.substr(start, end - start));
-    pos = end;
-  }
-  return out;
+  return split_eal_args(v.text);
 }
 
 // A port's own address must be a unicast host address, not its prefix's network or broadcast address.
