@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "phub/base/bytes.hpp"
+#include "phub/drivers/arp_mbuf.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/header.hpp"
 
@@ -140,11 +141,9 @@ Station::Fate Station::handle_arp(std::span<std::byte> frame, const proto::L2& l
   if (!arp || arp->target_ip != addr_.ip || arp->sender_ip == 0) return Fate::drop;
   ++ours;
   arp_.learn(arp->sender_ip, arp->sender_mac, now);
-  if (arp->op != proto::ArpOp::request || frame.size() < proto::kArpFrameBytes) return Fate::drop;
-  const size_t len = proto::build_arp_reply(
-      *arp, addr_.mac, addr_.ip, std::span<std::byte, proto::kArpFrameBytes>(frame.data(), proto::kArpFrameBytes));
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = static_cast<uint32_t>(len);
+  if (arp->op != proto::ArpOp::request || !drivers::rewrite_as_arp_reply(m, *arp, addr_.mac, addr_.ip)) {
+    return Fate::drop;
+  }
   ++counters_.arp_answered;
   return Fate::send;
 }
@@ -157,16 +156,8 @@ bool Station::send_one(rte_mbuf* m) noexcept {
 }
 
 bool Station::send_arp_request(uint32_t target_ip) noexcept {
-  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-  if (m == nullptr) return false;
-  auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kArpFrameBytes));
-  if (p == nullptr) {
-    rte_pktmbuf_free(m);
-    return false;
-  }
-  (void)proto::build_arp_request(addr_.mac, addr_.ip, target_ip,
-                                 std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
-  return send_one(m);
+  rte_mbuf* m = drivers::alloc_arp_request(pool_, addr_.mac, addr_.ip, target_ip);
+  return m != nullptr && send_one(m);
 }
 
 uint64_t Station::send_probe_request(const ProbeTarget& to, uint32_t seq, uint32_t nonce, size_t body_bytes) noexcept {

@@ -5,12 +5,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <thread>
 
 #include "generator.hpp"
 #include "phub/base/ipv4.hpp"
-#include "phub/proto/arp_icmp.hpp"
+#include "phub/drivers/arp_mbuf.hpp"
 
 namespace phub::pktgen {
 namespace {
@@ -42,12 +41,8 @@ bool Generator::arp_exchange(Clock::time_point until) {
   while (Clock::now() < until) {
     if (Clock::now() >= next_request) {
       next_request = Clock::now() + std::chrono::milliseconds(200);
-      rte_mbuf* m = rte_pktmbuf_alloc(full_pool_.get());
+      rte_mbuf* m = drivers::alloc_arp_request(full_pool_.get(), port_->mac(), my_ip, cfg_.target.server_ip);
       if (m == nullptr) return false;
-      auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, 60));
-      std::memset(p, 0, 60);
-      (void)proto::build_arp_request(port_->mac(), my_ip, cfg_.target.server_ip,
-                                     std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
       if (port_->tx(0, &m, 1) != 1) rte_pktmbuf_free(m);
     }
     // On memif the reply comes back on queue 0 (the server lcore that got the request on its queue 0
@@ -55,13 +50,10 @@ bool Generator::arp_exchange(Clock::time_point until) {
     for (uint16_t q = 0; q < port_->queues(); ++q) {
       const uint16_t n = port_->rx(q, pkts, 32);
       for (uint16_t i = 0; i < n; ++i) {
-        const auto frame = std::span<const std::byte>(rte_pktmbuf_mtod(pkts[i], const std::byte*), pkts[i]->data_len);
-        if (auto l2 = proto::parse_l2(frame); l2) {
-          auto arp = proto::parse_arp(frame, *l2);
-          if (arp && arp->op == proto::ArpOp::reply && arp->sender_ip == cfg_.target.server_ip) {
-            for (auto& j : *jobs_) j.addrs.server_mac = arp->sender_mac;
-            cfg_.target.server_mac = arp->sender_mac;
-          }
+        const auto arp = drivers::arp_of(pkts[i]);
+        if (arp && arp->op == proto::ArpOp::reply && arp->sender_ip == cfg_.target.server_ip) {
+          for (auto& j : *jobs_) j.addrs.server_mac = arp->sender_mac;
+          cfg_.target.server_mac = arp->sender_mac;
         }
         rte_pktmbuf_free(pkts[i]);
       }
