@@ -4,12 +4,12 @@
 #include <rte_cycles.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "phub/base/bytes.hpp"
 #include "phub/drivers/arp_mbuf.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/header.hpp"
+#include "phub/proto/probe_reflect.hpp"
 
 namespace phub::probe {
 namespace {
@@ -17,24 +17,6 @@ namespace {
 constexpr uint16_t kBurst = 32;
 constexpr uint64_t kArpTtlSeconds = 60;
 constexpr size_t kUdpChecksumOffset = 6;
-
-// The probe datagram's IPv4 and UDP headers rewritten in place to go back to its sender.
-void turn_around(std::span<std::byte> frame, const proto::PhubFrame& f, const StationAddr& me) noexcept {
-  std::byte* p = frame.data();
-  std::memcpy(p, f.l2.src.data(), 6);
-  std::memcpy(p + 6, me.mac.data(), 6);
-  std::byte* ip = p + f.l2.l3_offset;
-  const size_t ip_header_bytes = f.ip.l4_offset - f.l2.l3_offset;
-  ip[8] = std::byte{64};
-  store_be<uint32_t>(ip + 12, me.ip);
-  store_be<uint32_t>(ip + 16, f.ip.src);
-  store_be<uint16_t>(ip + 10, 0);
-  store_be<uint16_t>(ip + 10, proto::inet_checksum(std::span<const std::byte>(ip, ip_header_bytes)));
-  std::byte* udp = p + f.ip.l4_offset;
-  store_be<uint16_t>(udp, f.udp.dst_port);
-  store_be<uint16_t>(udp + 2, f.udp.src_port);
-  store_be<uint16_t>(udp + kUdpChecksumOffset, 0);  // none (legal over IPv4): the body changes below
-}
 
 }  // namespace
 
@@ -105,13 +87,8 @@ Station::Fate Station::handle(rte_mbuf* m, uint64_t rx_tsc, AwaitedReply* awaite
   const std::span<std::byte> body = frame.subspan(body_offset, f->hdr.payload_bytes);
   if (f->hdr.opcode == proto::Opcode::probe_request) {
     ++ours;
-    turn_around(frame, *f, addr_);
-    proto::Header h = f->hdr;
-    h.opcode = proto::Opcode::probe_reply;
-    h.flags = static_cast<uint16_t>(h.flags & ~proto::flag::crc);
-    h.crc32c = 0;
-    proto::write_header(h, std::span<std::byte, proto::kHeaderBytes>(frame.data() + f->udp.payload_offset,
-                                                                     proto::kHeaderBytes));
+    // No UDP checksum and no CRC in the reply: the turnaround time goes into its body below.
+    proto::reflect_probe_in_place(frame, *f, addr_.mac);
     ++counters_.reflected;
     last_request_tsc_ = rx_tsc;
     if (body.size() < kMinBodyBytes) return Fate::send;
