@@ -53,6 +53,23 @@ void lcore_families(const engine::CounterReport& r, std::vector<MetricFamily>& o
     }
     out.push_back(std::move(fam));
   }
+  auto gaps = family("phub_lcore_loop_gap_seconds",
+                     "time between two quiescent states of the lcore's loop (idle sleeps excluded)", MetricType::Histogram);
+  for (const auto& l : r.lcores) {
+    ClientMetric h;
+    h.label = {{"lcore", std::to_string(l.lcore_id)}};
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < engine::kGapBuckets; ++b) {
+      cumulative += l.counters.loop_gaps[b];
+      const double bound = b < engine::kGapBoundsUs.size() ? static_cast<double>(engine::kGapBoundsUs[b]) / 1e6
+                                                           : std::numeric_limits<double>::infinity();
+      h.histogram.bucket.push_back({cumulative, bound});
+    }
+    h.histogram.sample_count = cumulative;
+    h.histogram.sample_sum = 0;  // not kept: the buckets and phub_lcore_max_gap_seconds say what matters
+    gaps.metric.push_back(std::move(h));
+  }
+  out.push_back(std::move(gaps));
   auto busy = family("phub_lcore_busy_ratio", "share of the lcore's loop time spent in iterations that found work",
                      MetricType::Gauge);
   for (const auto& l : r.lcores) {

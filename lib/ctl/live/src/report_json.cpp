@@ -29,6 +29,9 @@ std::string report_json(const CounterSample& s) {
     w.value("lcore", l.lcore_id);
     w.value("index", l.index);
     for (const auto& f : engine::kLcoreFields) w.value(f.name, l.counters.*f.member);
+    w.begin_array("loop_gaps_us", true);  // iterations per bucket: up to each bound, the last one beyond
+    for (uint64_t n : l.counters.loop_gaps) w.item(n);
+    w.end_array();
     drops(w, l.counters.drops);
     w.end_object();
   }
@@ -49,6 +52,9 @@ std::string report_json(const CounterSample& s) {
     w.end_object();
     for (size_t d = 0; d < engine::kDropCount; ++d) sum.drops[d] += j.counters.drops[d];
   }
+  w.end_array();
+  w.begin_array("loop_gap_bounds_us", true);
+  for (uint64_t b : engine::kGapBoundsUs) w.item(b);
   w.end_array();
   w.begin_array("round_latency_bounds_us", true);
   for (uint64_t b : engine::kLatencyBoundsUs) w.item(b);

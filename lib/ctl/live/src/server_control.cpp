@@ -24,7 +24,7 @@ std::string job_line(const engine::CounterReport::Job& j, const engine::JobPlan&
 
 }  // namespace
 
-ServerControl::ServerControl(engine::Engine& engine, const CounterCache& cache, std::string config_path,
+ServerControl::ServerControl(engine::Engine& engine, CounterCache& cache, std::string config_path,
                              ReloadHook hook)
     : engine_(engine), cache_(cache), config_path_(std::move(config_path)), hook_(std::move(hook)) {}
 
@@ -103,6 +103,7 @@ Reply ServerControl::reload(std::optional<std::string_view> file) {
     ++refused_;
   }
   last_reload_ = r.message.substr(0, r.message.find('\n'));
+  cache_.refresh(engine_);  // what phub-ctl shows next is the new state
   if (hook_) hook_(false, r.applied ? "aggregating: reloaded" : "aggregating: reload refused, config unchanged");
   return r.applied ? Reply::success(r.message + "\n") : Reply::failure(r.message);
 }
@@ -110,6 +111,7 @@ Reply ServerControl::reload(std::optional<std::string_view> file) {
 Reply ServerControl::drain(std::string_view name) {
   auto r = engine_.drain(name);
   if (!r) return Reply::failure(r.error());
+  cache_.refresh(engine_);
   return Reply::success("job '" + std::string(name) +
                         "' drained: rounds in progress complete, no new round starts (phub-ctl reset starts it again)\n");
 }
@@ -117,6 +119,7 @@ Reply ServerControl::drain(std::string_view name) {
 Reply ServerControl::reset(std::string_view name) {
   auto r = engine_.reset(name);
   if (!r) return Reply::failure(r.error());
+  cache_.refresh(engine_);
   return Reply::success("job '" + std::string(name) +
                         "' reset: its rounds start again at 0 in a new epoch; its workers must restart\n");
 }

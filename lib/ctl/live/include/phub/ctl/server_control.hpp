@@ -17,7 +17,7 @@ class ServerControl : public Handler {
   // Called before (true) and after (false) every reload, with a status line (systemd's RELOADING/READY).
   using ReloadHook = std::function<void(bool starting, const std::string& status)>;
 
-  ServerControl(engine::Engine& engine, const CounterCache& cache, std::string config_path, ReloadHook hook);
+  ServerControl(engine::Engine& engine, CounterCache& cache, std::string config_path, ReloadHook hook);
 
   Reply status() override;
   Reply stats(StatsFormat format) override;
@@ -35,7 +35,7 @@ class ServerControl : public Handler {
 
  private:
   engine::Engine& engine_;
-  const CounterCache& cache_;
+  CounterCache& cache_;
   std::string config_path_;  // empty: the embedded default
   ReloadHook hook_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
