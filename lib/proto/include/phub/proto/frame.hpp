@@ -13,11 +13,6 @@
 
 namespace phub::proto {
 
-// MAC addresses are lib/base's (phub/base/mac.hpp). These names stay until lib/engine spells them
-// phub::MacAddr and phub::mac_equal; nothing else uses them.
-using phub::MacAddr;
-using phub::mac_equal;
-
 inline constexpr size_t kEthBytes = 14;
 inline constexpr size_t kVlanBytes = 4;
 inline constexpr size_t kIpv4Bytes = 20;  // without options
