@@ -81,8 +81,9 @@ Knobs pick_knobs(Rng& r, uint16_t lcores, bool ps, bool rounds_wrap) {
 }
 
 uint64_t segments_of(const config::Job& j, uint16_t lcores) {
+  const proto::Layout layout = layout_of(j, lcores);
   uint64_t n = 0;
-  for (const auto& c : layout_of(j, lcores).chunks()) n += c.segments;
+  for (const auto& c : layout.chunks()) n += c.segments;
   return n;
 }
 
