@@ -56,9 +56,12 @@ std::string usage() {
   return "usage: phub-demo-worker --job NAME|ID --rank R (--rounds N | --seconds S) [--config FILE]\n"
          "  [--server IP[,IP]] [--secret S] [--timeout-ms N] [--window PACKETS] [--delay-target-us N] [--rto-min-us N] [--bind IP] [--sync]\n"
          "  [--drop-ppm N] [--rx-drop-ppm N] [--dup-ppm N] [--reorder-ppm N] [--seed N] [--no-gso] [--no-gro] [--crc]\n"
+         "  [--fresh-weights]\n"
          "Plays one rank of a job of the phub config (default: the embedded config/phub.lua), verifies every\n"
          "result element against values computed independently, and prints one summary line.\n"
-         "--seconds works in allreduce mode (the ranks agree on when to stop through the results).\n";
+         "--seconds works in allreduce mode (the ranks agree on when to stop through the results). Rank 0 restarts\n"
+         "the job (a new epoch); in ps mode the server keeps the weights of an earlier run unless rank 0 says\n"
+         "--fresh-weights (results are verified from this run's own initial weights, so a rerun needs it).\n";
 }
 
 Expected<Args, std::string> parse_args(int argc, char** argv) {
@@ -70,7 +73,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
       {"--timeout-ms", &a.timeout_ms}, {"--window", &a.window}, {"--delay-target-us", &a.delay_target_us}, {"--rto-min-us", &a.rto_min_us},
       {"--drop-ppm", &a.drop_ppm}, {"--rx-drop-ppm", &a.rx_drop_ppm}, {"--dup-ppm", &a.dup_ppm},
       {"--reorder-ppm", &a.reorder_ppm}, {"--seed", &a.seed}, {"--no-gso", &a.no_gso}, {"--no-gro", &a.no_gro},
-      {"--crc", &a.crc}, {"--sync", &a.sync},
+      {"--crc", &a.crc}, {"--sync", &a.sync}, {"--fresh-weights", &a.fresh_weights},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
@@ -138,7 +141,8 @@ phub_config client_config(const DemoJob& j, const Args& a) {
     c.rto_max_us = std::max(c.rto_max_us, a.rto_min_us);
   }
   c.bind_address = a.bind.empty() ? nullptr : a.bind.c_str();
-  c.flags = (a.no_gso ? PHUB_FLAG_NO_GSO : 0u) | (a.no_gro ? PHUB_FLAG_NO_GRO : 0u) | (a.crc ? PHUB_FLAG_CRC : 0u);
+  c.flags = (a.no_gso ? PHUB_FLAG_NO_GSO : 0u) | (a.no_gro ? PHUB_FLAG_NO_GRO : 0u) | (a.crc ? PHUB_FLAG_CRC : 0u) |
+            (a.fresh_weights ? PHUB_FLAG_FRESH_WEIGHTS : 0u);
   c.fault_drop_tx_ppm = a.drop_ppm;
   c.fault_drop_rx_ppm = a.rx_drop_ppm;
   c.fault_dup_tx_ppm = a.dup_ppm;

@@ -28,6 +28,7 @@ struct Args {
   uint32_t drop_ppm = 0, rx_drop_ppm = 0, dup_ppm = 0, reorder_ppm = 0;
   uint64_t seed = 0;
   bool no_gso = false, no_gro = false, crc = false, sync = false;
+  bool fresh_weights = false;  // rank 0 of a ps job: the restart of the job forgets the server's weights
   std::string bind;
 };
 

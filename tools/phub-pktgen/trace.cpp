@@ -129,7 +129,8 @@ Expected<Record, std::string> verify_trace(const Target& t, const std::string& p
     ++results;
     gen::Check c;
     const bool ps = (*jobs)[j].wl.spec().mode == gen::Mode::ps;
-    if (ps && f->hdr.rank == 0 && f->hdr.round == 0 && !init_seen[j][static_cast<size_t>(slot)]) {
+    if (ps && f->hdr.rank == 0 && f->hdr.round == (*jobs)[j].wl.init_ack_round() &&
+        !init_seen[j][static_cast<size_t>(slot)]) {
       init_seen[j][static_cast<size_t>(slot)] = true;
       ++init_acks;
       c = verifiers[j].check_init_ack(static_cast<uint32_t>(slot), f->payload);

@@ -2,6 +2,8 @@
 // delay, with optional uniform jitter and a reorder probability. Stands in for netem, which this kernel lacks.
 //   delayline --a IF --b IF --delay-us D [--jitter-us J] [--reorder P] [--reorder-extra-us E] [--seed S]
 // PACKET_VNET_HDR is used on both sockets so that GSO frames and partial checksums pass through intact.
+// Counters (forwarded, dropped, and reordered: frames sent after a frame that arrived later, per direction) are
+// printed on stderr at exit and on SIGUSR1.
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -30,7 +32,9 @@ constexpr size_t kFrameMax = 65536 + kVnetHdrBytes + 64;
 constexpr size_t kQueueMax = 20000;
 
 volatile sig_atomic_t g_stop = 0;
+volatile sig_atomic_t g_report = 0;
 void on_signal(int) { g_stop = 1; }
+void on_report(int) { g_report = 1; }
 
 uint64_t now_ns() {
   timespec ts{};
@@ -106,17 +110,31 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
+  signal(SIGUSR1, on_report);
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   const int fd[2] = {open_port(o.a), open_port(o.b)};
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::priority_queue<Frame, std::vector<Frame>, std::greater<>> q[2];  // q[d]: frames to send out of fd[d]
-  uint64_t seq = 0, forwarded[2] = {0, 0}, dropped = 0;
+  uint64_t seq = 0, forwarded[2] = {0, 0}, dropped = 0, reordered[2] = {0, 0};
+  uint64_t newest_sent[2] = {0, 0};  // 1 + the arrival order of the latest-arrived frame sent out of fd[d]
+  auto report = [&]() {
+    std::fprintf(stderr, "delayline %s<->%s: forwarded %llu/%llu, dropped %llu, reordered %llu/%llu\n", o.a, o.b,
+                 static_cast<unsigned long long>(forwarded[1]), static_cast<unsigned long long>(forwarded[0]),
+                 static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(reordered[1]),
+                 static_cast<unsigned long long>(reordered[0]));
+  };
   std::vector<uint8_t> buf(kFrameMax);
   while (g_stop == 0) {
+    if (g_report != 0) {
+      g_report = 0;
+      report();
+    }
     for (int d = 0; d < 2; ++d)
       while (!q[d].empty() && q[d].top().due_ns <= now_ns()) {
         const Frame& f = q[d].top();
+        if (f.order + 1 < newest_sent[d]) ++reordered[d];  // a frame that arrived after it has already left
+        else newest_sent[d] = f.order + 1;
         if (send(fd[d], f.bytes.data(), f.bytes.size(), 0) >= 0) ++forwarded[d];
         else ++dropped;
         q[d].pop();
@@ -143,8 +161,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::fprintf(stderr, "delayline %s<->%s: forwarded %llu/%llu, dropped %llu\n", o.a, o.b,
-               static_cast<unsigned long long>(forwarded[1]), static_cast<unsigned long long>(forwarded[0]),
-               static_cast<unsigned long long>(dropped));
+  report();
   return 0;
 }

@@ -56,7 +56,8 @@ phub::client::Result<phub::client::Options> to_options(const phub_config* cfg) {
   if (cfg->mode != PHUB_MODE_ALLREDUCE && cfg->mode != PHUB_MODE_PS) return fail(PHUB_ERR_INVALID_ARGUMENT, "config.mode is not a phub_mode");
   if (static_cast<unsigned>(cfg->dtype) > PHUB_BF16) return fail(PHUB_ERR_INVALID_ARGUMENT, "config.dtype is not a phub_dtype");
   if (cfg->reduce != PHUB_REDUCE_SUM && cfg->reduce != PHUB_REDUCE_MEAN) return fail(PHUB_ERR_INVALID_ARGUMENT, "config.reduce is not a phub_reduce");
-  if ((cfg->flags & ~(PHUB_FLAG_NO_GSO | PHUB_FLAG_NO_GRO | PHUB_FLAG_CRC)) != 0) {
+  if ((cfg->flags & ~(PHUB_FLAG_NO_GSO | PHUB_FLAG_NO_GRO | PHUB_FLAG_CRC | PHUB_FLAG_JOIN_CURRENT |
+                      PHUB_FLAG_FRESH_WEIGHTS)) != 0) {
     return fail(PHUB_ERR_INVALID_ARGUMENT, "config.flags has unknown bits");
   }
   phub::client::Options o;
@@ -90,6 +91,9 @@ phub::client::Result<phub::client::Options> to_options(const phub_config* cfg) {
   o.gso = (cfg->flags & PHUB_FLAG_NO_GSO) == 0;
   o.gro = (cfg->flags & PHUB_FLAG_NO_GRO) == 0;
   o.crc = (cfg->flags & PHUB_FLAG_CRC) != 0;
+  o.restart_job = (cfg->flags & PHUB_FLAG_JOIN_CURRENT) == 0;
+  o.fresh_weights = (cfg->flags & PHUB_FLAG_FRESH_WEIGHTS) != 0;
+  o.run_token = cfg->run_token;
   o.socket_buffer_bytes = cfg->socket_buffer_bytes;
   o.faults = {cfg->fault_drop_tx_ppm, cfg->fault_drop_rx_ppm, cfg->fault_dup_tx_ppm, cfg->fault_reorder_tx_ppm,
               cfg->fault_seed};
@@ -169,6 +173,7 @@ const char* phub_status_name(int status) {
     case PHUB_ERR_NO_MEMORY: return "no_memory";
     case PHUB_ERR_AUTH: return "auth";
     case PHUB_ERR_BROKEN: return "broken";
+    case PHUB_ERR_EPOCH: return "epoch";
     default: return "unknown";
   }
 }

@@ -40,12 +40,18 @@ Result<std::unique_ptr<Client>> Client::connect(const Options& o) {
   c->queue_cap_ = 1024;
   c->headers_.resize(c->queue_cap_);
   c->queue_.reserve(c->queue_cap_);
-  c->send_control(proto::Opcode::join);
+  c->start_joining(now_ns());
   return c;
 }
 
 Client::~Client() {
-  send_control(proto::Opcode::leave);
+  queue_.clear();  // nothing of an operation goes out any more
+  // Also to lcores whose join answer never came: the join itself may have arrived.
+  for (uint32_t o = 0; o < members_.size(); ++o) {
+    if (!queue_room(1)) flush();
+    if (queue_room(1)) enqueue_control(proto::Opcode::leave, o, 0, members_[o].epoch);
+  }
+  flush();
 }
 
 Expected<void, Error> Client::register_key(uint32_t key, uint64_t elems, Dtype d) {
@@ -231,6 +237,7 @@ phub_stats Client::stats() const noexcept {
   s.gso = transport_->gso() ? 1 : 0;
   s.gro = transport_->gro() ? 1 : 0;
   s.reorder_window_us = static_cast<uint32_t>(reorder_window_ns() / 1000);
+  s.epoch = members_.empty() ? 0 : members_[0].epoch;
   return s;
 }
 

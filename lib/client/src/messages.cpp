@@ -15,6 +15,28 @@ std::string Client::where() const {
 
 Error Client::timeout_error(const Op& op) const {
   const std::string ms = std::to_string(opt_.timeout_ms) + " ms";
+  for (uint32_t o = 0; o < members_.size() && answered_; ++o) {
+    const Membership& m = members_[o];
+    if (m.state == Membership::State::joined || !m.answered) continue;
+    const std::string where_lcore = "job " + std::to_string(opt_.job_id) + " on " + format_ipv4(endpoint_of_owner(o).ipv4) +
+                                    " port " + std::to_string(endpoint_of_owner(o).port);
+    if (m.other_run && m.rank0 == 0) {
+      return Error{PHUB_ERR_EPOCH, where_lcore + ": no rank 0 joined the job's epoch " + std::to_string(m.epoch) +
+                                       " within " + ms + " (rank 0 starts each run's epoch when it connects)"};
+    }
+    if (m.other_run) {
+      return Error{PHUB_ERR_EPOCH, where_lcore + " is in epoch " + std::to_string(m.epoch) +
+                                       ", which another run's rank 0 started: this run's rank 0 (run token " +
+                                       std::to_string(opt_.run_token) + ") did not restart the job within " + ms};
+    }
+    if (m.held_by_other) {
+      return Error{PHUB_ERR_EPOCH, where_lcore + ": rank " + std::to_string(opt_.rank) + " is held in the job's epoch " +
+                                       std::to_string(m.epoch) + " by another process (incarnation " +
+                                       std::to_string(m.holder) + ", a worker of an earlier run): a new run's rank 0 "
+                                       "restarts the job when it connects (unless it joins the current epoch), and "
+                                       "none did within " + ms};
+    }
+  }
   if (!answered_) {
     std::string servers;
     for (uint32_t s : opt_.servers) servers += (servers.empty() ? "" : ",") + format_ipv4(s);

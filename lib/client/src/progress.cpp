@@ -15,11 +15,12 @@ constexpr int kReceiveBatchesPerPump = 16;
 
 void Client::pump(uint64_t now) {
   receive_all(now);
+  if (!all_joined()) service_joins(now);
   if (plan_) {
     for (uint32_t l = 0; l < lanes_.size(); ++l) detect_losses(l, now);
   }
   service_timers(now);
-  start_chunks(now);
+  if (all_joined()) start_chunks(now);
   flush();
   check_deadlines(now);
 }
@@ -47,6 +48,7 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
   h.rank = opt_.rank;
   h.round = round;
   h.chunk_id = chunk;
+  h.epoch = members_[lane_of(chunk)].epoch;
   const std::byte* payload = nullptr;
   uint32_t bytes = 0;
   if (seg != kWholeChunk) {
@@ -70,7 +72,8 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
   auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
   proto::write_header(h, wire);
   if (authenticated_) proto::sign_header(auth_, wire);
-  queue_.push_back(OutPacket{plan_->endpoint(chunk), headers_[i].data(), payload, bytes});
+  queue_.push_back(OutPacket{plan_->endpoint(chunk), headers_[i].data(), payload, bytes,
+                             payload != nullptr ? chunks_[chunk].op : kNone});
 }
 
 bool Client::make_room(size_t packets) {
@@ -79,26 +82,35 @@ bool Client::make_room(size_t packets) {
   return queue_room(packets);
 }
 
-void Client::send_control(proto::Opcode opc) {
-  for (uint32_t server : opt_.servers) {
-    for (uint16_t lcore = 0; lcore < opt_.server_lcores; ++lcore) {
-      if (!queue_room(1)) flush();
-      if (!queue_room(1)) return;
-      proto::Header h;
-      h.opcode = opc;
-      h.dtype = opt_.dtype;
-      h.job_id = opt_.job_id;
-      h.rank = opt_.rank;
-      h.seq = seq_++;
-      const size_t i = queue_.size();
-      auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
-      proto::write_header(h, wire);
-      if (authenticated_) proto::sign_header(auth_, wire);
-      queue_.push_back(OutPacket{Endpoint{server, static_cast<uint16_t>(opt_.port_base + lcore)}, headers_[i].data(),
-                                 nullptr, 0});
+void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, uint16_t epoch) {
+  proto::Header h;
+  h.opcode = opc;
+  h.flags = flags;
+  h.dtype = opt_.dtype;
+  h.job_id = opt_.job_id;
+  h.rank = opt_.rank;
+  h.epoch = epoch;
+  h.aux = incarnation_;  // join: who claims the rank; leave: who gives it up
+  h.seq = seq_++;
+  const size_t i = queue_.size();
+  auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
+  proto::write_header(h, wire);
+  if (authenticated_) proto::sign_header(auth_, wire);
+  queue_.push_back(OutPacket{endpoint_of_owner(owner), headers_[i].data(), nullptr, 0, kNone});
+}
+
+void Client::unqueue(uint32_t slot) {
+  size_t kept = 0;
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    if (queue_[i].op == slot) continue;
+    if (kept != i) {
+      headers_[kept] = headers_[i];
+      queue_[kept] = queue_[i];
     }
+    queue_[kept].header = headers_[kept].data();
+    ++kept;
   }
-  flush();
+  queue_.resize(kept);
 }
 
 void Client::flush() {
@@ -125,7 +137,7 @@ void Client::flush() {
 }
 
 void Client::start_chunks(uint64_t now) {
-  while (!waiting_.empty()) {
+  while (!waiting_.empty() && all_joined()) {
     const uint32_t slot = waiting_.front();
     Op& op = ops_[slot];
     while (!op.done && op.next_chunk < op.end_chunk) {
@@ -162,14 +174,10 @@ void Client::start_chunk(uint32_t slot, uint32_t c, uint64_t now) {
       for (uint32_t s = 0; s < segs; ++s) enqueue(proto::Opcode::push, c, cs.round, s, true, false, op.src);
       break;
     case OpKind::init_send:
-      for (uint32_t s = 0; s < segs; ++s) {
-        enqueue(proto::Opcode::init, c, cs.round, s, true, false, op.src);
-        tracker_.add_stale(first + s);
-      }
+      for (uint32_t s = 0; s < segs; ++s) enqueue(proto::Opcode::init, c, cs.round, s, true, false, op.src);
       break;
     case OpKind::pull:
       enqueue(proto::Opcode::pull, c, cs.round, kWholeChunk, false, false, nullptr);
-      for (uint32_t s = 0; s < segs; ++s) tracker_.add_stale(first + s);
       break;
   }
   lanes_.push_back(lane_of(c), c);
@@ -193,14 +201,12 @@ void Client::chunk_done(uint32_t c, uint64_t now) {
   const uint32_t slot = cs.op;
   if (!cs.resent) rto_.sample(now - cs.first_ns);  // Karn: never from a chunk sent (or asked for) again
   detach_chunk(c);
-  if (advances_round(ops_[slot].kind)) {
-    cs.round = next_round(cs.round, opt_.round_modulus);
-    tracker_.clear_stale(plan_->first_segment(c), plan_->segments(c));  // older answers carry older rounds
-  }
+  if (advances_round(ops_[slot].kind)) cs.round = next_round(cs.round, opt_.round_modulus);
   if (--ops_[slot].chunks_left == 0) finish_op(slot);
 }
 
 void Client::finish_op(uint32_t slot) {
+  unqueue(slot);
   ops_[slot].done = true;
   live_.erase(std::find(live_.begin(), live_.end(), slot));
   ++st_.ops_completed;
@@ -218,9 +224,15 @@ void Client::fail_op(uint32_t slot, Error e) {
     broken_ = Error{PHUB_ERR_BROKEN, "an earlier operation failed, so rounds may be out of step with the server "
                                      "(reconnect and restart the job): " + e.message};
   }
+  unqueue(slot);
   op.err = std::move(e);
   op.done = true;
   live_.erase(std::find(live_.begin(), live_.end(), slot));
+}
+
+void Client::fail_all(const Error& e) {
+  for (uint32_t slot : std::vector<uint32_t>(live_)) fail_op(slot, e);
+  if (!broken_) broken_ = Error{PHUB_ERR_BROKEN, e.message};
 }
 
 void Client::check_deadlines(uint64_t now) {

@@ -8,16 +8,9 @@
 
 namespace phub::client {
 
-bool Client::from_server(const Endpoint& from) const noexcept {
-  if (from.port < opt_.port_base || from.port >= opt_.port_base + opt_.server_lcores) return false;
-  for (uint32_t s : opt_.servers) {
-    if (s == from.ipv4) return true;
-  }
-  return false;
-}
-
 void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from, uint64_t now) {
-  if (!from_server(from)) {
+  const int64_t owner = owner_of(from);
+  if (owner < 0) {
     ++st_.malformed;
     return;
   }
@@ -31,7 +24,13 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
     return;
   }
   answered_ = true;
-  if (!plan_) {
+  const auto o = static_cast<uint32_t>(owner);
+  if (h->opcode == proto::Opcode::joined) return on_joined(*h, o, now);
+  if (h->opcode == proto::Opcode::error && h->status == proto::Status::epoch_mismatch) {
+    return on_epoch_mismatch(*h, o, now);
+  }
+  // Only what belongs to the epoch this client joined on that lcore.
+  if (!plan_ || members_[o].state != Membership::State::joined || h->epoch != members_[o].epoch) {
     ++st_.stale;
     return;
   }
@@ -53,15 +52,15 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
   ChunkState& cs = chunks_[c];
   const uint32_t se = plan_->segment_elems();
   const uint32_t seg = h.elem_offset / se;
-  if (cs.op == kNone || h.round != cs.round) {
+  // A result labelled r is the state after round r: a round's own result, or (answering a ps init or
+  // pull, which do not start a round) the weights after the round before the chunk's next one.
+  const bool wanted = cs.op != kNone && h.round == (advances_round(ops_[cs.op].kind)
+                                                        ? cs.round
+                                                        : prev_round(cs.round, opt_.round_modulus));
+  if (!wanted) {
     ++st_.stale;
     // A second answer of a round that was pushed again early: the first push was only late.
     if (cs.early_resent && cs.early_round == h.round) needless_resend(c);
-    // A late answer to a finished ps init or pull (it carries the next step's round) uses up its credit
-    // now, so that the credit cannot discard the step's own result later.
-    if (cs.op == kNone && h.round == cs.round && seg < plan_->segments(c)) {
-      (void)tracker_.take_stale(plan_->first_segment(c) + seg);
-    }
     return;
   }
   const uint32_t slot = cs.op;
@@ -85,21 +84,13 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
                                                              (opt_.mean ? "mean" : "sum") + " (config.reduce)"});
   }
   const uint64_t gs = plan_->first_segment(c) + seg;
-  if (advances_round(op.kind)) {
-    // A late answer to a repeated ps init or pull carries the same round number: it is not our result.
-    if (tracker_.take_stale(gs)) {
-      ++st_.stale;
-      return;
-    }
-  } else {
-    (void)tracker_.take_stale(gs);  // one of our requests is answered
-  }
   if (!tracker_.mark(gs)) {
     ++st_.duplicates;
     if (cs.early_resent && cs.early_age == 0 && cs.early_round == cs.round) needless_resend(c);
     return;
   }
   if (op.dst != nullptr) std::memcpy(op.dst + plan_->key_byte_offset(c, seg), payload.data(), payload.size());
+  members_[lane_of(c)].used = true;
   st_.payload_bytes_received += payload.size();
   const uint64_t bytes = segment_bytes(c, seg);
   // A round trip only from what was sent once, and only for rounds (ps init and pull answers wait for nobody).
@@ -140,12 +131,9 @@ void Client::on_error(const proto::Header& h) {
       break;
     case proto::Status::not_initialized:
       op.not_initialized_seen = true;
-      if (op.kind == OpKind::pull) {
-        for (uint32_t s = 0; s < plan_->segments(c); ++s) (void)tracker_.take_stale(plan_->first_segment(c) + s);
-      }
       break;
-    case proto::Status::busy:
     case proto::Status::ok:
+    case proto::Status::epoch_mismatch:  // handled before (on_epoch_mismatch)
       break;
     case proto::Status::round_ahead:
     case proto::Status::round_behind:

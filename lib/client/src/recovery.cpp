@@ -54,7 +54,7 @@ void Client::detect_losses(uint32_t l, uint64_t now) {
         reorder_scale_ /= 2;
         reorder_quiet_ = 0;
       }
-      resend_missing(c, proto::Opcode::push, true, false, below, now);
+      resend_missing(c, proto::Opcode::push, true, below, now);
       chunks_[c].early_resent = true;
       chunks_[c].early_round = chunks_[c].round;
       chunks_[c].early_age = 0;
@@ -115,31 +115,47 @@ bool Client::expire_chunk(uint32_t c, uint32_t expiries, uint64_t now) {
       const bool other_missing = op.stall_rank >= 0 && op.stall_rank != opt_.rank;
       const bool push = other_missing ? expiries % 4 == 0 : expiries >= 2;
       if (push) {
-        resend_missing(c, proto::Opcode::push, true, false, segs, now);
+        resend_missing(c, proto::Opcode::push, true, segs, now);
       } else {
         rerequest_missing(c);
       }
       break;
     }
     case OpKind::init_send:
-      resend_missing(c, proto::Opcode::init, true, true, segs, now);
+      resend_missing(c, proto::Opcode::init, true, segs, now);
       break;
     case OpKind::pull:
       if (cs.missing == segs) {
         enqueue(proto::Opcode::pull, c, cs.round, kWholeChunk, false, true, nullptr);
-        const uint64_t first = plan_->first_segment(c);
-        for (uint32_t s = 0; s < segs; ++s) tracker_.add_stale(first + s);
         ++st_.retransmits;
         cs.resent = true;
       } else {
-        resend_missing(c, proto::Opcode::pull, false, true, segs, now);
+        resend_missing(c, proto::Opcode::pull, false, segs, now);
       }
       break;
   }
   return true;
 }
 
-void Client::resend_missing(uint32_t c, proto::Opcode opc, bool payload, bool stale, uint32_t below, uint64_t now) {
+bool Client::resend_chunk(uint32_t c, uint64_t now) {
+  ChunkState& cs = chunks_[c];
+  if (!make_room(cs.missing)) return false;
+  switch (ops_[cs.op].kind) {
+    case OpKind::allreduce:
+    case OpKind::step:
+      resend_missing(c, proto::Opcode::push, true, plan_->segments(c), now);
+      break;
+    case OpKind::init_send:
+      resend_missing(c, proto::Opcode::init, true, plan_->segments(c), now);
+      break;
+    case OpKind::pull:
+      resend_missing(c, proto::Opcode::pull, false, plan_->segments(c), now);
+      break;
+  }
+  return true;
+}
+
+void Client::resend_missing(uint32_t c, proto::Opcode opc, bool payload, uint32_t below, uint64_t now) {
   ChunkState& cs = chunks_[c];
   window_.on_loss(cs.window_mark);  // a loss is likely: slow down
   const uint64_t mark = marks_;
@@ -147,7 +163,6 @@ void Client::resend_missing(uint32_t c, proto::Opcode opc, bool payload, bool st
   for (uint32_t s = 0; s < below; ++s) {
     if (tracker_.has(first + s)) continue;
     enqueue(opc, c, cs.round, s, payload, true, ops_[cs.op].src);
-    if (stale) tracker_.add_stale(first + s);
     ++st_.retransmits;
   }
   cs.resent = true;

@@ -176,6 +176,30 @@ void advance_round(const JobMath& m, Chunk& c) noexcept {
   std::memset(c.counts, 0, static_cast<size_t>(c.segments) * sizeof(uint16_t));
 }
 
+void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept {
+  c.round = 0;
+  c.segs_done = 0;
+  c.first_tsc = 0;
+  c.stall_reported_tsc = 0;
+  std::memset(c.bits, 0, static_cast<size_t>(c.segments) * m.bitmap_words * sizeof(uint64_t));
+  std::memset(c.counts, 0, static_cast<size_t>(c.segments) * sizeof(uint16_t));
+  if (!m.ps) {
+    c.has_prev = false;
+    return;
+  }
+  if (fresh_weights) {
+    c.initialized = false;
+    c.has_prev = false;
+    c.init_segs = 0;
+    c.step = 0;
+    std::memset(c.init_bits, 0, (c.segments + 63) / 64 * sizeof(uint64_t));
+    return;
+  }
+  // Segments of an unfinished round may have been updated already: the weights are what they are now.
+  if (c.initialized) m.kernels->narrow(c.out[c.cur ^ 1], c.weights, m.out_dtype, c.elems);
+  c.has_prev = c.initialized;
+}
+
 InitResult init_segment(const JobMath& m, Chunk& c, uint32_t seg, const std::byte* payload, Dtype d) noexcept {
   if (!m.ps) return InitResult::bad_request;
   if (c.step > 0 || c.segs_done > 0) return InitResult::too_late;

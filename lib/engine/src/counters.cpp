@@ -29,7 +29,7 @@ std::string_view drop_name(Drop d) noexcept {
     case Drop::ring_full: return "ring_full";
     case Drop::tx_full: return "tx_full";
     case Drop::no_mbuf: return "no_mbuf";
-    case Drop::result_busy: return "result_busy";
+    case Drop::epoch_mismatch: return "epoch_mismatch";
     case Drop::count_: break;
   }
   return "unknown";

@@ -337,6 +337,7 @@ Totals Engine::totals() const {
       o.inits += c.inits;
       o.pulls += c.pulls;
       o.joins += c.joins;
+      o.epochs_started += c.epochs_started;
       o.leaves += c.leaves;
     }
   }
@@ -363,7 +364,8 @@ std::string Engine::format_counters() const {
       << " results_sent " << c.results_sent << " results_resent " << c.results_resent << " duplicates "
       << c.duplicates << " retransmits_seen " << c.retransmits_seen << " rerequests " << c.rerequests << " inits "
       << c.inits << " pulls " << c.pulls << " errors_sent " << c.errors_sent << " stalls_reported "
-      << c.stalls_reported << " results_reused_busy " << c.results_reused_busy << "\n";
+      << c.stalls_reported << " results_reused_busy " << c.results_reused_busy << " joins " << c.joins << " epochs_started "
+      << c.epochs_started << "\n";
   }
   o << "drops:";
   bool any = false;

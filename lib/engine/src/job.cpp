@@ -186,6 +186,13 @@ bool LcoreJob::renew_previous(Chunk& c) noexcept {
   return true;
 }
 
+void LcoreJob::forget_peers() noexcept {
+  for (uint16_t r = 0; r < plan_->math.workers; ++r) {
+    peers_[r].known = false;
+    peers_[r].incarnation = 0;
+  }
+}
+
 bool LcoreJob::admit_packet(uint64_t now_tsc, uint64_t tsc_hz) noexcept {
   const uint64_t rate = plan_->rate_per_lcore_pps;
   if (rate == 0) return true;

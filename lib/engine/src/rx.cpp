@@ -25,14 +25,14 @@ bool source_allowed(const config::Job& job, uint32_t ip) noexcept {
   return false;
 }
 
-Peer peer_of(const proto::L2& l2, const proto::Ipv4& ip, const proto::Udp& udp, uint16_t port) noexcept {
-  Peer p;
+// Where the rank's packets now come from: results and errors go there (the cached headers are rewritten).
+void set_address(Peer& p, const proto::L2& l2, const proto::Ipv4& ip, const proto::Udp& udp, uint16_t port) noexcept {
   p.mac = l2.src;
   p.ip = ip.src;
   p.udp_port = udp.src_port;
   p.port = static_cast<uint8_t>(port);
   p.known = true;
-  return p;
+  p.l234_generation = 0;
 }
 
 }  // namespace
@@ -152,11 +152,22 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   const uint64_t now = now_tsc_;
   if (!lj.admit_packet(now, s.tsc_hz)) return drop(Drop::rate_limited);
   if ((rx.hdr.flags & proto::flag::retransmit) != 0) ++lj.counters.retransmits_seen;
+  if (rx.hdr.opcode == proto::Opcode::join) {
+    on_join(rx, plan, lj);
+    return consume(m);
+  }
+  // Packets of another epoch (old workers of a restarted job, or workers that have not seen the restart
+  // yet) touch nothing: not the rounds, not the rank's address.
+  if (rx.hdr.epoch != lj.epoch && rx.hdr.opcode != proto::Opcode::probe_request) {
+    count_drop(Drop::epoch_mismatch);
+    send_error(rx, plan, proto::Status::epoch_mismatch, lj.epoch);
+    return consume(m);
+  }
 
   Peer& peer = lj.peer(rx.hdr.rank);
   if (!peer.known || peer.ip != rx.ip.src || peer.udp_port != rx.udp.src_port ||
       !proto::mac_equal(peer.mac, rx.l2.src) || peer.port != rx.port) {
-    peer = peer_of(rx.l2, rx.ip, rx.udp, rx.port);
+    set_address(peer, rx.l2, rx.ip, rx.udp, rx.port);
   }
 
   switch (rx.hdr.opcode) {
@@ -168,12 +179,11 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     case proto::Opcode::pull:
       on_rerequest(rx, plan, lj);
       break;
-    case proto::Opcode::join:
-      ++lj.counters.joins;
-      break;
     case proto::Opcode::leave:
+      // The process that holds the rank leaves: nothing more is sent to it. The rank stays held in the
+      // epoch (a process of another run must not take over this run's rounds): a new run restarts the job.
       ++lj.counters.leaves;
-      peer.known = false;
+      if (peer.incarnation == rx.hdr.aux) peer.known = false;
       break;
     case proto::Opcode::probe_request:
       on_probe(m, rx);
@@ -232,8 +242,9 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
       return send_error(rx, plan, proto::Status::bad_request, 0);
     }
     // Answered with the segment's current weights: an acknowledgement, also when training already began.
+    // Like a pull answer it is labelled with the round whose result it is (the one before the current).
     if (init_segment(m, c, seg, rx.payload.data(), rx.hdr.dtype) != InitResult::too_late) ++lj.counters.inits;
-    return send_segment(plan, lj, c, c.cur ^ 1, c.round, seg, rx.hdr.rank);
+    return send_segment(plan, lj, c, c.cur ^ 1, prev_round(m, c.round), seg, rx.hdr.rank);
   }
 
   if (rx.hdr.dtype != m.in_dtype) {
@@ -310,7 +321,9 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       count_drop(Drop::not_initialized);
       return send_error(rx, plan, proto::Status::not_initialized, 0);
     }
-    for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, c.round, s, rx.hdr.rank);
+    // The weights after the last completed round, labelled with that round: a result labelled r is always
+    // the state after round r, whichever request it answers.
+    for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, prev_round(m, c.round), s, rx.hdr.rank);
     return;
   }
   const int64_t d = round_delta(m, rx.hdr.round, c.round);
@@ -330,6 +343,52 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     count_drop(Drop::round_behind);
     send_error(rx, plan, proto::Status::round_behind, c.round);
   }
+}
+
+void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+  ++lj.counters.joins;
+  const proto::Header& h = rx.hdr;
+  const uint32_t incarnation = h.aux;  // a random number the worker process drew at start (never 0)
+  Peer& p = lj.peer(h.rank);
+  if ((h.flags & proto::flag::epoch_start) != 0) {
+    if (h.rank != 0) {
+      count_drop(Drop::bad_request);
+      return send_error(rx, plan, proto::Status::bad_request, 0);
+    }
+    // Rank 0 of a new run restarts the job in the epoch after the current one. A retransmitted start
+    // (its epoch is now the current one) or a replayed one (an epoch that is not the next) changes
+    // nothing; the answer tells the sender where the job stands.
+    if (h.epoch == static_cast<uint16_t>(lj.epoch + 1) && incarnation != 0 && p.incarnation != incarnation) {
+      start_epoch(plan, lj, h.epoch, (h.flags & proto::flag::fresh_weights) != 0);
+      p.incarnation = incarnation;
+    }
+  } else if (p.incarnation == 0) {
+    // A rank joins the current epoch once: a second process claiming the rank (a worker of a new run,
+    // before its rank 0 restarted the job) is told who holds it and waits for the restart.
+    p.incarnation = incarnation;
+  }
+  if (p.incarnation == incarnation && incarnation != 0) set_address(p, rx.l2, rx.ip, rx.udp, rx.port);
+  proto::Header a;
+  a.opcode = proto::Opcode::joined;
+  a.dtype = plan.math.in_dtype;
+  a.job_id = plan.cfg.id;
+  a.rank = h.rank;
+  a.epoch = lj.epoch;
+  a.round = 0;                              // the epoch's first round
+  a.aux = p.incarnation;                    // who holds the rank in this epoch
+  a.elem_offset = lj.peer(0).incarnation;   // who holds rank 0: the run the epoch belongs to
+  reply(rx, plan, a);
+}
+
+void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept {
+  for (uint32_t i = 0; i < lj.chunk_count(); ++i) {
+    Chunk& c = lj.chunk(i);
+    release_previous(lj, c);  // restart_chunk may rewrite out[cur ^ 1] (a ps job's weights)
+    restart_chunk(plan.math, c, fresh_weights);
+  }
+  lj.forget_peers();
+  lj.epoch = epoch;
+  ++lj.counters.epochs_started;
 }
 
 void Lcore::on_probe(rte_mbuf* m, Rx& rx) noexcept {

@@ -55,7 +55,8 @@ bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, Peer& peer, const pr
 
 namespace {
 
-proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round, uint32_t seg, uint16_t rank) {
+proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round, uint32_t seg, uint16_t rank,
+                            uint16_t epoch) {
   const JobMath& m = plan.math;
   const uint32_t n = segment_elems(m, c, seg);
   proto::Header h;
@@ -69,6 +70,7 @@ proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round,
   h.chunk_id = c.id;
   h.elem_offset = segment_offset(m, seg);
   h.elem_count = static_cast<uint16_t>(n);
+  h.epoch = epoch;
   return h;
 }
 
@@ -92,8 +94,8 @@ void Lcore::chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept {
 // Fill `hdr` (a fresh header mbuf) with the result segment for `rank` and chain `ext` (a fresh mbuf of the
 // data-room-0 pool) to the result buffer, or copy the payload into `hdr` when `ext` is null.
 bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
-                        uint32_t seg, uint16_t rank, Peer& peer) noexcept {
-  proto::Header h = result_header(plan, c, round, seg, rank);
+                        uint32_t seg, uint16_t rank, uint16_t epoch, Peer& peer) noexcept {
+  proto::Header h = result_header(plan, c, round, seg, rank, epoch);
   h.seq = seq_++;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
   if (!write_message(hdr, plan, peer, h)) {
@@ -130,7 +132,7 @@ void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int 
     rte_pktmbuf_free(ext);
     return count_drop(Drop::no_mbuf);
   }
-  if (!fill_result(hdr, ext, plan, c, buf, round, seg, rank, peer)) return;
+  if (!fill_result(hdr, ext, plan, c, buf, round, seg, rank, lj.epoch, peer)) return;
   ++lj.counters.results_sent;
   tx_[peer.port].add(hdr, counters_);
 }
@@ -166,7 +168,7 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     }
     ResultBuf* b = LcoreJob::buf(c, c.cur);
     rte_mbuf_ext_refcnt_update(&b->shinfo, 1);  // the payload mbuf's reference
-    const proto::Header h = result_header(plan, c, c.round, seg, 0);
+    const proto::Header h = result_header(plan, c, c.round, seg, 0, lj.epoch);
     attach_result(payload, b, static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype), h.payload_bytes);
     rte_mbuf_refcnt_set(payload, n);
     // One header for all ranks (rank and seq change).
@@ -193,7 +195,7 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
 namespace {
 
 proto::Header error_header(const JobPlan& plan, uint16_t rank, uint32_t round, uint32_t chunk, uint32_t offset,
-                           proto::Status status, uint32_t aux) {
+                           proto::Status status, uint32_t aux, uint16_t epoch) {
   proto::Header h;
   h.opcode = proto::Opcode::error;
   h.status = status;
@@ -204,31 +206,37 @@ proto::Header error_header(const JobPlan& plan, uint16_t rank, uint32_t round, u
   h.chunk_id = chunk;
   h.elem_offset = offset;
   h.aux = aux;
+  h.epoch = epoch;
   return h;
 }
 
 }  // namespace
 
-void Lcore::send_error(const Rx& rx, const JobPlan& plan, proto::Status status, uint32_t aux) noexcept {
+void Lcore::reply(const Rx& rx, const JobPlan& plan, proto::Header h) noexcept {
   Peer to;
   to.mac = rx.l2.src;
   to.ip = rx.ip.src;
   to.udp_port = rx.udp.src_port;
   to.port = static_cast<uint8_t>(rx.port);
   to.known = true;
-  proto::Header h = error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status, aux);
   h.seq = seq_++;
   rte_mbuf* m = start_message(plan, to, h);
   if (m == nullptr) return;
-  ++snap_->lcore_jobs[r_.index][plan.index]->counters.errors_sent;
   tx_[to.port].add(m, counters_);
+}
+
+void Lcore::send_error(const Rx& rx, const JobPlan& plan, proto::Status status, uint32_t aux) noexcept {
+  LcoreJob& lj = *snap_->lcore_jobs[r_.index][plan.index];
+  ++lj.counters.errors_sent;
+  reply(rx, plan, error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status, aux,
+                               lj.epoch));
 }
 
 void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
                           uint32_t aux) noexcept {
   Peer& peer = lj.peer(rank);
   if (!peer.known) return;
-  proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux);
+  proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux, lj.epoch);
   h.seq = seq_++;
   rte_mbuf* m = start_message(plan, peer, h);
   if (m == nullptr) return;
@@ -236,15 +244,18 @@ void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, cons
   tx_[peer.port].add(m, counters_);
 }
 
-void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
-  ++lj.counters.rounds_completed;
-  // The previous result is about to be overwritten by the next round: make sure no transmit still
-  // points at it (free what the NICs are done with, else swap in a spare buffer).
+void Lcore::release_previous(LcoreJob& lj, Chunk& c) noexcept {
+  // Free what the NICs are done with; if a transmit still points at the buffer, swap in a spare.
   if (LcoreJob::busy(LcoreJob::buf(c, c.cur ^ 1))) {
     for (auto& t : tx_) t.flush(counters_);
     for (const auto* port : r_.ports) port->tx_done_cleanup(r_.index);
     if (!lj.renew_previous(c)) ++lj.counters.results_reused_busy;
   }
+}
+
+void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
+  ++lj.counters.rounds_completed;
+  release_previous(lj, c);  // the previous result is about to be overwritten by the next round
   advance_round(plan.math, c);
 }
 

@@ -377,19 +377,22 @@ Outcome Partition::on_result(uint16_t rank, uint32_t slot, uint32_t wire_round, 
     stats_.results_unexpected.add();
     return Outcome::unexpected;
   }
-  if (!initialized_ || (rank == 0 && wl_->spec().mode == Mode::ps && wire_round == wl_->wire_round(0) &&
-                        sent_ns_[idx(0, slot)] == 0)) {
+  // Init acknowledgements carry the round before the first. Only with a round modulus can a result carry
+  // the same number (round modulus - 1, and its wraps); a late copy of a resent init's answer then shows
+  // itself by its payload.
+  const bool init_label = rank == 0 && wl_->spec().mode == Mode::ps && wire_round == wl_->init_ack_round();
+  if (!initialized_ || (init_label && (wl_->spec().round_modulus == 0 || sent_ns_[idx(0, slot)] == 0))) {
     return on_init_ack(slot, payload, now_ns);
+  }
+  if (init_label && init_retransmitted_ && stale_init_ack(slot, payload)) {
+    stats_.results_dup.add();
+    return Outcome::duplicate;
   }
   const uint64_t ref = knobs_.mode == LoopMode::closed ? workers_[rank].round : max_pushed_;
   const uint64_t logical = wl_->logical_round(wire_round, ref);
   if (logical > max_pushed_ || sent_ns_[idx(rank, slot)] == 0) {
     stats_.results_unexpected.add();
     return Outcome::unexpected;
-  }
-  if (init_retransmitted_ && rank == 0 && logical == 0 && stale_init_ack(slot, payload)) {
-    stats_.results_dup.add();  // a late copy of a resent init's answer, not the result of round 0
-    return Outcome::duplicate;
   }
   const Outcome o = classify(verifier_.check_result(rank, slot, logical, payload));
   if (!answered(rank, slot, logical, now_ns, true)) {

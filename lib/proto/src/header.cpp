@@ -11,7 +11,7 @@ namespace {
 
 constexpr size_t kOffMagic = 0, kOffVersion = 2, kOffOpcode = 3, kOffFlags = 4, kOffDtype = 6, kOffStatus = 7,
                  kOffJob = 8, kOffRank = 12, kOffPayloadBytes = 14, kOffRound = 16, kOffChunk = 20,
-                 kOffElemOffset = 24, kOffElemCount = 28, kOffReserved0 = 30, kOffAux = 36, kOffSeq = 48,
+                 kOffElemOffset = 24, kOffElemCount = 28, kOffEpoch = 30, kOffAux = 36, kOffSeq = 48,
                  kOffReserved1 = 52;
 
 }  // namespace
@@ -32,9 +32,7 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   h.opcode = static_cast<Opcode>(op);
   h.flags = load_be<uint16_t>(p + kOffFlags);
   if ((h.flags & ~flag::known) != 0) return ParseError::bad_flags;
-  if (load_be<uint16_t>(p + kOffReserved0) != 0 || load_be<uint16_t>(p + kOffReserved1) != 0) {
-    return ParseError::reserved_nonzero;
-  }
+  if (load_be<uint16_t>(p + kOffReserved1) != 0) return ParseError::reserved_nonzero;
   h.dtype = static_cast<Dtype>(dtype);
   h.status = static_cast<Status>(status);
   h.job_id = load_be<uint32_t>(p + kOffJob);
@@ -44,6 +42,7 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   h.chunk_id = load_be<uint32_t>(p + kOffChunk);
   h.elem_offset = load_be<uint32_t>(p + kOffElemOffset);
   h.elem_count = load_be<uint16_t>(p + kOffElemCount);
+  h.epoch = load_be<uint16_t>(p + kOffEpoch);
   h.crc32c = load_be<uint32_t>(p + kCrcOffset);
   h.aux = load_be<uint32_t>(p + kOffAux);
   h.auth_tag = load_be<uint64_t>(p + kAuthTagOffset);
@@ -84,7 +83,7 @@ void write_header(const Header& h, std::span<std::byte, kHeaderBytes> out) noexc
   store_be<uint32_t>(p + kOffChunk, h.chunk_id);
   store_be<uint32_t>(p + kOffElemOffset, h.elem_offset);
   store_be<uint16_t>(p + kOffElemCount, h.elem_count);
-  store_be<uint16_t>(p + kOffReserved0, 0);
+  store_be<uint16_t>(p + kOffEpoch, h.epoch);
   store_be<uint32_t>(p + kCrcOffset, h.crc32c);
   store_be<uint32_t>(p + kOffAux, h.aux);
   store_be<uint64_t>(p + kAuthTagOffset, h.auth_tag);

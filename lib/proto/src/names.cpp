@@ -18,6 +18,7 @@ std::string_view opcode_name(Opcode op) noexcept {
     case Opcode::probe_reply: return "probe_reply";
     case Opcode::init: return "init";
     case Opcode::pull: return "pull";
+    case Opcode::joined: return "joined";
   }
   return "unknown";
 }
@@ -30,8 +31,8 @@ std::string_view status_name(Status s) noexcept {
     case Status::round_stalled: return "round_stalled";
     case Status::unknown_chunk: return "unknown_chunk";
     case Status::not_initialized: return "not_initialized";
-    case Status::busy: return "busy";
     case Status::bad_request: return "bad_request";
+    case Status::epoch_mismatch: return "epoch_mismatch";
   }
   return "unknown";
 }

@@ -29,8 +29,9 @@ def ipv4(proto, payload):
 
 
 def phub(opcode, dtype, count, payload):
-    h = struct.pack("!HBBHBBIHHIIIHHIIQIH", 0x5048, 1, opcode, 0, dtype, 0, 1, 3, len(payload), 5, 2,
-                    352 * 2, count, 0, 0, 0, 0, 7, 0)
+    # version 2: epoch 1 in the former reserved field at offset 30
+    h = struct.pack("!HBBHBBIHHIIIHHIIQIH", 0x5048, 2, opcode, 0, dtype, 0, 1, 3, len(payload), 5, 2,
+                    352 * 2, count, 1, 0, 0, 0, 7, 0)
     assert len(h) == 54
     return h + payload
 
@@ -40,7 +41,7 @@ def udp(payload, dport=40000):
 
 
 n = 0
-for opcode in range(1, 13):
+for opcode in range(1, 14):
     for dtype, size in ((0, 4), (1, 2), (2, 2)):
         carries = opcode in (1, 2, 4, 5, 11)
         count = 4 if carries else 0

@@ -106,7 +106,8 @@ def error_case(net):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_errors.py")
     runs = [  # (case, port_base, job id, reduce, workers, mode, expected code)
         ("reduce", 41200, 12, "sum", 1, "allreduce", "config_mismatch"),
-        ("round", 41700, 17, "sum", 1, "allreduce", "round_mismatch"),
+        ("round", 41700, 17, "sum", 1, "allreduce", "epoch"),
+        ("restart", 41700, 17, "sum", 1, "allreduce", "ok"),
         ("chunk_map", 41200, 12, "sum", 1, "allreduce", "chunk_map"),
         ("not_initialized", 41300, 13, "mean", 2, "ps", "not_initialized"),
         ("stalled", 41400, 14, "sum", 2, "allreduce", "round_stalled"),

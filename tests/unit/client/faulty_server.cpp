@@ -134,6 +134,18 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
   peer_known_[h->rank] = true;
   if ((h->flags & proto::flag::retransmit) != 0) ++retransmit_flags_;
   if (h->opcode == proto::Opcode::leave) ++leaves_;
+  if (h->opcode == proto::Opcode::join) {
+    // One epoch (0), and every rank is held by whoever joins (the joiner itself); the others are admitted
+    // once rank 0 has joined, as on the real server.
+    if (h->rank == 0) rank0_incarnation_ = h->aux;
+    proto::Header a;
+    a.opcode = proto::Opcode::joined;
+    a.rank = h->rank;
+    a.aux = h->aux;
+    a.elem_offset = rank0_incarnation_;
+    send(fd, from, a, nullptr, 0, 0);
+    return;
+  }
   if (h->opcode != proto::Opcode::push && h->opcode != proto::Opcode::rerequest) return;
   if (h->chunk_id >= layout_.chunk_count() || layout_.chunk(h->chunk_id).owner != owner) return;
   const auto& ci = layout_.chunk(h->chunk_id);

@@ -93,6 +93,7 @@ class FaultyServer {
   std::atomic<uint64_t> pushes_{0}, first_pushes_{0}, retransmit_flags_{0}, rerequests_{0}, leaves_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  uint32_t rank0_incarnation_ = 0;  // the join of rank 0, named in every join answer
 };
 
 }  // namespace phub::client::test

@@ -143,20 +143,6 @@ TEST(ClientTracker, DeduplicatesAndClears) {
   EXPECT_TRUE(t.mark(129));
 }
 
-TEST(ClientTracker, StaleCreditsAreCountedPerSegment) {
-  SegmentTracker t;
-  t.resize(4);
-  t.add_stale(2);
-  t.add_stale(2);
-  EXPECT_FALSE(t.take_stale(1));
-  EXPECT_TRUE(t.take_stale(2));
-  EXPECT_TRUE(t.take_stale(2));
-  EXPECT_FALSE(t.take_stale(2));
-  for (int i = 0; i < 300; ++i) t.add_stale(3);  // saturates instead of wrapping
-  t.clear_stale(0, 4);
-  EXPECT_FALSE(t.take_stale(3));
-}
-
 TEST(ClientFaults, DiceHitTheirRate) {
   FaultDice d(42);
   int hits = 0;

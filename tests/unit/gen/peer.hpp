@@ -30,7 +30,7 @@ class Peer {
   Answer answer(const PushOrder& o) {
     const auto want = o.init ? truth_.expected_init_ack(o.slot) : truth_.expected_result(o.slot, o.round);
     if (want.empty()) std::abort();  // the tests never ask about rounds the model forgot
-    return Answer{o.init ? uint16_t{0} : o.rank, o.slot, o.init ? wl_.wire_round(0) : wl_.wire_round(o.round),
+    return Answer{o.init ? uint16_t{0} : o.rank, o.slot, o.init ? wl_.init_ack_round() : wl_.wire_round(o.round),
                   std::vector<std::byte>(want.begin(), want.end())};
   }
 

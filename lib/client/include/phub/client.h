@@ -29,7 +29,9 @@ typedef enum phub_status {
   PHUB_ERR_PROTOCOL = 11,        /* the server rejected a request (bad_request) for another reason */
   PHUB_ERR_NO_MEMORY = 12,
   PHUB_ERR_AUTH = 13,            /* answers with a wrong auth tag arrived: the secrets differ */
-  PHUB_ERR_BROKEN = 14           /* an earlier failure left rounds out of step: reconnect */
+  PHUB_ERR_BROKEN = 14,          /* an earlier failure left rounds out of step: reconnect */
+  PHUB_ERR_EPOCH = 15            /* the job was restarted (a new run's rank 0 connected), or another
+                                    process still holds this rank in the job's current epoch */
 } phub_status;
 
 /* The *_ENUM_MAX_ entries make every int a valid value of the type, so that the library can check (and
@@ -42,6 +44,8 @@ typedef enum phub_reduce { PHUB_REDUCE_SUM = 0, PHUB_REDUCE_MEAN = 1, PHUB_REDUC
 #define PHUB_FLAG_NO_GSO 0x1u /* never use UDP GSO (UDP_SEGMENT) on send */
 #define PHUB_FLAG_NO_GRO 0x2u /* never ask for UDP GRO on receive */
 #define PHUB_FLAG_CRC 0x4u    /* put the payload's CRC32C in pushes (the server then checks it) */
+#define PHUB_FLAG_JOIN_CURRENT 0x8u /* rank 0: join the job's current epoch instead of restarting the job */
+#define PHUB_FLAG_FRESH_WEIGHTS 0x10u /* rank 0 of a ps job: the restart also forgets the weights (init again) */
 
 /* Connection settings. Fill with phub_config_init() first: it sets struct_size and the defaults. They must
  * match the job in the server's config (docs/client.md lists which fields correspond to which). */
@@ -78,6 +82,9 @@ typedef struct phub_config {
   uint32_t fault_reorder_tx_ppm;
   uint64_t fault_seed;
   uint32_t delay_target_us;   /* queueing delay the window aims at (default 2000); 0: loss-based only */
+  uint32_t run_token;         /* optional, the same nonzero value in every rank of one run (e.g. drawn by
+                                 rank 0 and broadcast): the other ranks then join only the job epoch that
+                                 this run's rank 0 started, never one of an earlier run (0: not used) */
 } phub_config;
 
 /* Counters of one client since phub_connect. */
@@ -107,6 +114,7 @@ typedef struct phub_stats {
   uint8_t gro;                 /* UDP GRO in use */
   uint32_t reorder_window_us;  /* how late an answer may be before it counts as lost */
   uint64_t needless_resends;   /* early retransmits that proved needless (their round answered twice) */
+  uint32_t epoch;              /* the job epoch joined (on the first server lcore) */
 } phub_stats;
 
 typedef struct phub_client phub_client;
@@ -119,7 +127,9 @@ void phub_config_init(phub_config* cfg);
 const char* phub_last_error(void);
 const char* phub_status_name(int status);
 
-/* Open the socket and announce this rank (join) to every server lcore. No packet is awaited. */
+/* Open the socket and join the job on every server lcore: rank 0 restarts the job in a new epoch (unless
+ * PHUB_FLAG_JOIN_CURRENT), the other ranks join it (docs/protocol.md, "Epochs"). No answer is awaited here:
+ * the first operation waits for the join, within its deadline. */
 int phub_connect(const phub_config* cfg, phub_client** out);
 /* Send leave to every server lcore and free the client. Pending requests are abandoned. NULL is fine. */
 int phub_close(phub_client* c);

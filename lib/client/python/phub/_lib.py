@@ -7,12 +7,12 @@ PHUB_OK = 0
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "state", 3: "system", 4: "unreachable", 5: "timeout",
     6: "round_stalled", 7: "round_mismatch", 8: "chunk_map", 9: "config_mismatch", 10: "not_initialized",
-    11: "protocol", 12: "no_memory", 13: "auth", 14: "broken",
+    11: "protocol", 12: "no_memory", 13: "auth", 14: "broken", 15: "epoch",
 }
 MODES = {"allreduce": 0, "ps": 1}
 DTYPES = {"fp32": 0, "fp16": 1, "bf16": 2}
 REDUCES = {"sum": 0, "mean": 1}
-FLAG_NO_GSO, FLAG_NO_GRO, FLAG_CRC = 0x1, 0x2, 0x4
+FLAG_NO_GSO, FLAG_NO_GRO, FLAG_CRC, FLAG_JOIN_CURRENT, FLAG_FRESH_WEIGHTS = 0x1, 0x2, 0x4, 0x8, 0x10
 
 
 class Config(ctypes.Structure):
@@ -47,6 +47,7 @@ class Config(ctypes.Structure):
         ("fault_reorder_tx_ppm", ctypes.c_uint32),
         ("fault_seed", ctypes.c_uint64),
         ("delay_target_us", ctypes.c_uint32),
+        ("run_token", ctypes.c_uint32),
     ]
 
 
@@ -58,7 +59,7 @@ class Stats(ctypes.Structure):
         "timeouts", "fast_retransmits", "ops_completed", "send_batches", "recv_batches", "gro_coalesced")] + [
         ("window_packets", ctypes.c_uint32), ("srtt_us", ctypes.c_uint32), ("rto_us", ctypes.c_uint32),
         ("gso", ctypes.c_uint8), ("gro", ctypes.c_uint8), ("reorder_window_us", ctypes.c_uint32),
-        ("needless_resends", ctypes.c_uint64)]
+        ("needless_resends", ctypes.c_uint64), ("epoch", ctypes.c_uint32)]
 
 
 def _candidates():

@@ -67,7 +67,8 @@ class Client:
 
     def __init__(self, servers, port_base, job, rank, workers, secret=None, lcores=1, chunk_bytes=32768, mtu=1500,
                  mode="allreduce", dtype="fp32", reduce="sum", round_modulus=0, timeout_ms=10000, window=None,
-                 delay_target_us=None, bind=None, gso=True, gro=True, crc=False, faults=None):
+                 delay_target_us=None, bind=None, gso=True, gro=True, crc=False, restart_job=True,
+                 fresh_weights=False, run_token=0, faults=None):
         cfg = _lib.Config()
         _lib.lib.phub_config_init(ctypes.byref(cfg))
         self._strings = [s.encode() if s else None for s in (servers, secret, bind)]
@@ -83,7 +84,10 @@ class Client:
             cfg.window_packets = int(window)
         if delay_target_us is not None:
             cfg.delay_target_us = int(delay_target_us)
-        cfg.flags = (0 if gso else _lib.FLAG_NO_GSO) | (0 if gro else _lib.FLAG_NO_GRO) | (_lib.FLAG_CRC if crc else 0)
+        cfg.run_token = int(run_token) & 0xFFFFFFFF
+        # Rank 0 restarts the job in a new epoch unless restart_job is False (docs/protocol.md, "Epochs").
+        cfg.flags = ((0 if gso else _lib.FLAG_NO_GSO) | (0 if gro else _lib.FLAG_NO_GRO) | (_lib.FLAG_CRC if crc else 0) |
+                     (0 if restart_job else _lib.FLAG_JOIN_CURRENT) | (_lib.FLAG_FRESH_WEIGHTS if fresh_weights else 0))
         for name, value in (faults or {}).items():  # e.g. {"drop_tx_ppm": 10000, "seed": 3}
             setattr(cfg, "fault_" + name, int(value))
         handle = ctypes.c_void_p()
@@ -97,7 +101,8 @@ class Client:
     def from_env(cls, env=None, **overrides):
         """Settings from torchrun-style variables: RANK, WORLD_SIZE and PHUB_SERVER, PHUB_PORT_BASE, PHUB_JOB,
         PHUB_SECRET, PHUB_LCORES, PHUB_MODE, PHUB_DTYPE, PHUB_REDUCE, PHUB_CHUNK_BYTES, PHUB_MTU, PHUB_TIMEOUT_MS,
-        PHUB_WINDOW, PHUB_DELAY_TARGET_US, PHUB_BIND, PHUB_ROUND_MODULUS. Keyword arguments override them."""
+        PHUB_WINDOW, PHUB_DELAY_TARGET_US, PHUB_BIND, PHUB_ROUND_MODULUS, PHUB_RUN_TOKEN. Keyword arguments
+        override them."""
         env = os.environ if env is None else env
         table = [  # argument, variable, default (None: required), type
             ("servers", "PHUB_SERVER", None, str), ("port_base", "PHUB_PORT_BASE", None, int),
@@ -108,7 +113,7 @@ class Client:
             ("mtu", "PHUB_MTU", 1500, int), ("timeout_ms", "PHUB_TIMEOUT_MS", 30000, int),
             ("window", "PHUB_WINDOW", 0, int), ("delay_target_us", "PHUB_DELAY_TARGET_US", "", int),
             ("bind", "PHUB_BIND", "", str),
-            ("round_modulus", "PHUB_ROUND_MODULUS", 0, int)]
+            ("round_modulus", "PHUB_ROUND_MODULUS", 0, int), ("run_token", "PHUB_RUN_TOKEN", 0, int)]
         settings = {arg: _env(env, var, default, cast) for arg, var, default, cast in table if arg not in overrides}
         settings.update(overrides)
         return cls(**settings)

@@ -6,7 +6,9 @@
 The server job's keys are the model's trainable parameters in order (print them with lua_keys(model) or
 `python3 -m phub.keys module:factory`), so they do not depend on how DDP groups gradients into buckets.
 """
+import os
 import queue
+import random
 import threading
 
 import torch
@@ -32,6 +34,34 @@ def lua_keys(model):
 _JOB_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
+def _for_this_run(overrides):
+    """Client settings with a run token shared by every rank of this run (drawn by rank 0 and broadcast over
+    the default torch.distributed group), so that the workers join only the job epoch their own rank 0
+    starts, never one of an earlier run. Without a process group (or with PHUB_RUN_TOKEN set) nothing is
+    added."""
+    if "run_token" in overrides or os.environ.get("PHUB_RUN_TOKEN"):
+        return overrides
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return overrides
+    token = [random.SystemRandom().randrange(1, 1 << 32) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(token, src=0)
+    return dict(overrides, run_token=token[0])
+
+
+def _wait_all(reqs):
+    """Waits for every request, then raises the first error: after a failure the others still send from and
+    write into their buffers until they end, so those buffers may be reused only once all have ended."""
+    error = None
+    for r in reqs:
+        try:
+            r.wait()
+        except Exception as e:  # a PhubError
+            error = error or e
+    if error is not None:
+        raise error
+
+
 class _Completer(threading.Thread):
     """Waits for the requests of each submitted batch in order and completes its future (daemon thread)."""
 
@@ -47,8 +77,7 @@ class _Completer(threading.Thread):
                 return
             reqs, finish, fut = item
             try:
-                for r in reqs:
-                    r.wait()
+                _wait_all(reqs)
                 fut.set_result(finish())
             except Exception as e:  # a PhubError, delivered to whoever waits on the future
                 fut.set_exception(e)
@@ -59,13 +88,14 @@ class HookState:
     parameter. The job's reduce may be "mean" (the server divides) or "sum" (the hook divides)."""
 
     def __init__(self, model, client=None, **client_overrides):
-        self.client = client or Client.from_env(**client_overrides)
+        self.client = client or Client.from_env(**_for_this_run(client_overrides))
         params = [p for _, p in trainable(model)]
         self.key_of = {}
         for p in params:
             self.key_of[p.data_ptr()] = self.client.register(p.numel())
         self.divide = self.client.workers if self.client.reduce == "sum" else 1
         self.job_dtype = _JOB_DTYPES[self.client.dtype]
+        self._staging = {}  # bucket index -> _Staging, reused by the bucket's next call
         self._completer = _Completer()
 
     def close(self):
@@ -73,28 +103,50 @@ class HookState:
         self.client.close()
 
 
+class _Staging:
+    """The memory one bucket's requests own: `snapshot` (the job's dtype) is what is pushed and where the results
+    land; `result` (the bucket's dtype) is the future's value, `snapshot` itself when the dtypes agree."""
+
+    def __init__(self, buf, job_dtype):
+        self.snapshot = torch.empty(buf.numel(), dtype=job_dtype)
+        self.result = self.snapshot if job_dtype == buf.dtype else torch.empty(buf.numel(), dtype=buf.dtype)
+        self.future = None
+
+    def fits(self, buf):
+        """Reusable for this call: same size and dtype, and the bucket's previous future has completed (DDP copies
+        a future's value into the gradients before it runs the hook for that bucket again)."""
+        return (self.result.numel() == buf.numel() and self.result.dtype == buf.dtype
+                and (self.future is None or self.future.done()))
+
+
 def ddp_comm_hook(state, bucket):
-    """DDP communication hook: allreduces every gradient of the bucket through phub, in place."""
+    """DDP communication hook: allreduces the bucket's gradients through phub. The bucket is copied once, when
+    the hook is called, into staging memory the requests own (reused by the same bucket's next call), so DDP
+    may rewrite the bucket as soon as the hook returns: pushes and retransmits read the copy, results are
+    written into it, and the future's value is that copy (in the bucket's dtype, divided by W for a "sum" job)."""
     buf = bucket.buffer()
-    reqs, staged = [], []
+    stage = state._staging.get(bucket.index())
+    if stage is None or not stage.fits(buf):
+        stage = _Staging(buf, state.job_dtype)
+        state._staging[bucket.index()] = stage
+    fut = torch.futures.Future()
+    stage.future = fut  # set first: if posting fails midway, requests already posted keep this staging
+    snapshot = stage.snapshot
+    snapshot.copy_(buf)  # the one copy (a dtype conversion when the job's dtype differs)
+    reqs = []
     elem = buf.element_size()
     for p, g in zip(bucket.parameters(), bucket.gradients()):
-        offset = (g.data_ptr() - buf.data_ptr()) // elem
-        view = buf.narrow(0, offset, g.numel())  # the gradient's range of the flat bucket, contiguous
-        if view.dtype != state.job_dtype:
-            tmp = view.to(state.job_dtype)
-            staged.append((view, tmp))
-            view = tmp
-        reqs.append(state.client.allreduce_async(view, key=state.key_of[p.data_ptr()]))
+        offset = (g.data_ptr() - buf.data_ptr()) // elem  # the gradient's range of the flat bucket
+        reqs.append(state.client.allreduce_async(snapshot.narrow(0, offset, g.numel()), key=state.key_of[p.data_ptr()]))
 
     def finish():
-        for dst, tmp in staged:
-            dst.copy_(tmp)
+        result = stage.result
+        if result is not snapshot:
+            result.copy_(snapshot)
         if state.divide != 1:
-            buf.div_(state.divide)
-        return buf
+            result.div_(state.divide)
+        return result
 
-    fut = torch.futures.Future()
     state._completer.jobs.put((reqs, finish, fut))
     return fut
 
@@ -106,7 +158,7 @@ class PSOptimizer(torch.optim.Optimizer):
 
     def __init__(self, params, client=None, init=True, **client_overrides):
         super().__init__(params, {})
-        self.client = client or Client.from_env(mode="ps", **client_overrides)
+        self.client = client or Client.from_env(mode="ps", **_for_this_run(client_overrides))
         self._params = [p for group in self.param_groups for p in group["params"]]
         job_dtype = _JOB_DTYPES[self.client.dtype]
         self._stage = [p.dtype != job_dtype for p in self._params]
@@ -147,8 +199,7 @@ class PSOptimizer(torch.optim.Optimizer):
                 g = self._zeros.setdefault(k, torch.zeros(p.numel(), dtype=self._flat(k).dtype))
             g = g.reshape(-1).to(self._flat(k).dtype).contiguous()
             reqs.append(self.client.step_async(self._flat(k), g, key=k))
-        for r in reqs:
-            r.wait()
+        _wait_all(reqs)
         self._copy_back()
         return loss
 

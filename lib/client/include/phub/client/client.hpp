@@ -39,6 +39,9 @@ enum class OpKind : uint8_t {
 [[nodiscard]] constexpr uint32_t next_round(uint32_t r, uint32_t modulus) noexcept {
   return modulus == 0 ? r + 1 : (r + 1) % modulus;
 }
+[[nodiscard]] constexpr uint32_t prev_round(uint32_t r, uint32_t modulus) noexcept {
+  return modulus == 0 ? r - 1 : (r == 0 ? modulus - 1 : r - 1);
+}
 
 struct OpId {
   uint32_t slot = 0;
@@ -74,6 +77,8 @@ class Client {
   [[nodiscard]] phub_stats stats() const noexcept;
   [[nodiscard]] const Options& options() const noexcept { return opt_; }
   [[nodiscard]] const Plan* plan() const noexcept { return plan_ ? &*plan_ : nullptr; }
+  // The job epoch this client works in on server lcore `owner` (valid once joined).
+  [[nodiscard]] uint16_t epoch(uint32_t owner = 0) const noexcept { return members_[owner].epoch; }
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -96,6 +101,22 @@ class Client {
     uint64_t xmit_mark = 0;     // packet mark of the first packet of that transmission
     uint64_t window_mark = 0;   // the window's send mark then (orders losses against decreases)
   };
+  // This client's membership of the job on one server lcore (an owner of the chunk map): which epoch its
+  // packets there carry, and the join handshake that got it (join.cpp).
+  struct Membership {
+    enum class State : uint8_t { asking, starting, joined };
+    State state = State::asking;
+    uint16_t epoch = 0;
+    bool answered = false;         // a joined answer came
+    bool held_by_other = false;    // another process holds the rank in the lcore's epoch
+    bool other_run = false;        // the lcore's epoch belongs to another run (its rank 0 is not ours), or
+                                   // has no rank 0 yet (a fresh job, before rank 0 starts an epoch)
+    bool used = false;             // a result from this lcore was accepted: the epoch may not change now
+    uint32_t holder = 0;           // the incarnation the last answer named as the rank's holder
+    uint32_t rank0 = 0;            // ... and as rank 0's holder (0: none)
+    uint32_t sends = 0;            // joins sent in the current state (backoff)
+    uint64_t next_send_ns = 0;
+  };
   struct Op {
     OpKind kind = OpKind::allreduce;
     uint32_t key = 0;
@@ -117,13 +138,23 @@ class Client {
   explicit Client(const Options& o);
   [[nodiscard]] Op* lookup(OpId id) noexcept;
 
+  // Join handshake (join.cpp).
+  void start_joining(uint64_t now);
+  void begin_join(uint32_t owner, uint64_t now);
+  void service_joins(uint64_t now);
+  void send_join(uint32_t owner, uint64_t now);
+  void on_joined(const proto::Header& h, uint32_t owner, uint64_t now);
+  void on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t now);
+  [[nodiscard]] bool all_joined() const noexcept { return joined_count_ == members_.size(); }
+  [[nodiscard]] Endpoint endpoint_of_owner(uint32_t owner) const noexcept;
+  [[nodiscard]] int64_t owner_of(const Endpoint& from) const noexcept;  // -1: not one of the job's lcores
+
   // Progress engine.
   void pump(uint64_t now);
   void receive_all(uint64_t now);
   void on_datagram(std::span<const std::byte> bytes, const Endpoint& from, uint64_t now);
   void on_result(const proto::Header& h, std::span<const std::byte> payload, uint64_t now);
   void on_error(const proto::Header& h);
-  [[nodiscard]] bool from_server(const Endpoint& from) const noexcept;
   void start_chunks(uint64_t now);
   void start_chunk(uint32_t slot, uint32_t chunk, uint64_t now);
   [[nodiscard]] bool make_room(size_t packets);
@@ -133,7 +164,10 @@ class Client {
   void service_timers(uint64_t now);
   void expire_lane(uint32_t lane, uint64_t now);
   [[nodiscard]] bool expire_chunk(uint32_t chunk, uint32_t expiries, uint64_t now);
-  void resend_missing(uint32_t chunk, proto::Opcode opc, bool payload, bool stale, uint32_t below, uint64_t now);
+  // Sends every missing segment of a chunk again as its operation does (push, init or pull); false when
+  // the send queue is full.
+  [[nodiscard]] bool resend_chunk(uint32_t chunk, uint64_t now);
+  void resend_missing(uint32_t chunk, proto::Opcode opc, bool payload, uint32_t below, uint64_t now);
   void rerequest_missing(uint32_t chunk);
   void needless_resend(uint32_t chunk);
   [[nodiscard]] uint64_t reorder_window_ns() const noexcept;
@@ -142,6 +176,10 @@ class Client {
   void flush();
   void fail_op(uint32_t slot, Error e);
   void finish_op(uint32_t slot);
+  void fail_all(const Error& e);
+  // Takes the queued packets of operation `slot` out of the send queue: once an operation has ended, nothing
+  // may read its buffers any more (they belong to the caller again).
+  void unqueue(uint32_t slot);
   void detach_chunk(uint32_t chunk);
   [[nodiscard]] uint64_t next_wake(uint64_t now) const noexcept;
   void sleep_until(uint64_t wake_ns, uint64_t now, std::unique_lock<std::mutex>* lock);
@@ -154,7 +192,8 @@ class Client {
   [[nodiscard]] bool queue_room(size_t packets) const noexcept { return queue_.size() + packets <= queue_cap_; }
   void enqueue(proto::Opcode op, uint32_t chunk, uint32_t round, uint32_t seg, bool with_payload, bool retransmit,
                const std::byte* payload_base);
-  void send_control(proto::Opcode op);  // join / leave to every server lcore
+  // A header-only packet (join, leave) to one server lcore.
+  void enqueue_control(proto::Opcode op, uint32_t owner, uint16_t flags, uint16_t epoch);
 
   // Messages.
   [[nodiscard]] Error timeout_error(const Op& op) const;
@@ -186,6 +225,10 @@ class Client {
   bool send_blocked_ = false;
   uint32_t seq_ = 0;
   uint64_t marks_ = 1;  // packet marks: every packet enqueued gets the next one
+
+  std::vector<Membership> members_;  // by owner (server x lcore)
+  size_t joined_count_ = 0;
+  uint32_t incarnation_ = 0;         // drawn at connect, never 0: tells this process from another of the rank
 
   std::vector<std::vector<std::byte>> stash_;      // per key: results of phub_push until phub_pull
   std::vector<std::optional<OpId>> pending_push_;  // per key

@@ -48,6 +48,10 @@ struct Options {
   bool gso = true;
   bool gro = true;
   bool crc = false;
+  bool restart_job = true;        // rank 0: start a new epoch of the job (its rounds restart); false: join the current one
+  bool fresh_weights = false;     // with restart_job in a ps job: the server forgets the weights (rank 0 inits again)
+  uint32_t run_token = 0;         // shared by the ranks of one run (0: none): the other ranks join only the
+                                  // epoch that rank 0 of this run started
   uint32_t socket_buffer_bytes = 4u << 20;
   Faults faults;
 };

@@ -27,6 +27,7 @@ struct OutPacket {
   const std::byte* header = nullptr;
   const std::byte* payload = nullptr;
   uint32_t payload_bytes = 0;
+  uint32_t op = UINT32_MAX;  // the operation whose buffer the payload is read from (UINT32_MAX: none)
 };
 
 struct TransportCounters {

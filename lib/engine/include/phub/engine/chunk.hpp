@@ -102,6 +102,12 @@ enum class PushResult : uint8_t {
 // out[cur ^ 1] (about to be overwritten) is free or replaced it.
 void advance_round(const JobMath& m, Chunk& c) noexcept;
 
+// A new job epoch: the chunk starts again at round 0 with no contribution counted. Allreduce chunks forget
+// their results; a ps chunk keeps its weights, optimizer state and step count (written into out[cur ^ 1],
+// what a pull returns), unless `fresh_weights`: then it waits for rank 0's init again. The caller has
+// made sure that out[cur ^ 1] is not referenced by a transmit.
+void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept;
+
 enum class InitResult : uint8_t { accepted, chunk_initialized, too_late, bad_request };
 
 // ps mode: rank 0 sets the initial weights of a segment. Allowed until the first update; re-sending is fine.

@@ -36,7 +36,7 @@ enum class Drop : uint8_t {
   ring_full,           // hand-off to the owning lcore failed
   tx_full,             // transmit queue stayed full
   no_mbuf,             // mempool empty when building a reply
-  result_busy,         // previous result still referenced by the NIC; push refused, worker retries
+  epoch_mismatch,      // the packet's epoch is not the job's (a restarted job's old workers); answered
   count_,
 };
 
@@ -81,6 +81,7 @@ struct alignas(64) JobCounters {
   uint64_t inits = 0;
   uint64_t pulls = 0;
   uint64_t joins = 0;
+  uint64_t epochs_started = 0;   // restarts of the job by its rank 0 (rounds reset)
   uint64_t leaves = 0;
 };
 

@@ -48,6 +48,7 @@ struct Peer {
   uint16_t udp_port = 0;
   uint8_t port = 0;       // index of the server port it arrived on
   bool known = false;
+  uint32_t incarnation = 0;  // the worker process that joined this epoch as this rank (0: none yet)
   // The Ethernet/IPv4/UDP headers of the last message sent to this peer, reused while the snapshot and
   // the UDP payload length stay the same (every full-size result of a job has the same length).
   uint64_t l234_generation = 0;  // Snapshot::generation it was written from (0: nothing cached)
@@ -91,7 +92,11 @@ class LcoreJob {
   // Token bucket of the job's rate limit, this lcore's share. True if the packet may pass.
   bool admit_packet(uint64_t now_tsc, uint64_t tsc_hz) noexcept;
 
+  // Every rank's address and incarnation become unknown (a new epoch: the restarted workers join).
+  void forget_peers() noexcept;
+
   JobCounters counters;
+  uint16_t epoch = 0;            // the job's epoch on this lcore (see docs/protocol.md, "Epochs")
   uint32_t stall_cursor = 0;
   uint64_t allocated_bytes = 0;  // what create() took from the DPDK heap and mempools
 

@@ -68,6 +68,9 @@ class Lcore {
   void handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  void on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  // Rank 0 restarted the job: every chunk this lcore owns starts again at round 0 of `epoch`.
+  void start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept;
   void on_probe(rte_mbuf* m, Rx& rx) noexcept;
 
   // Result segment `seg` of buffer out[buf] of chunk `c`, labelled `round`, to `rank`.
@@ -75,9 +78,13 @@ class Lcore {
                     uint16_t rank) noexcept;
   void send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept;
   void send_error(const Rx& rx, const JobPlan& plan, proto::Status status, uint32_t aux) noexcept;
+  // A header-only answer to the sender of `rx` (errors, join acknowledgements).
+  void reply(const Rx& rx, const JobPlan& plan, proto::Header h) noexcept;
   void send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
                      uint32_t aux) noexcept;
   void finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  // Before out[cur ^ 1] of `c` is overwritten: send what still points at it, else swap in a spare.
+  void release_previous(LcoreJob& lj, Chunk& c) noexcept;
   void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
 
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
@@ -90,7 +97,7 @@ class Lcore {
   static void attach_result(rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept;
   static void chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept;
   bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
-                   uint32_t seg, uint16_t rank, Peer& peer) noexcept;
+                   uint32_t seg, uint16_t rank, uint16_t epoch, Peer& peer) noexcept;
   void count_drop(Drop d) noexcept { ++counters_.drops[static_cast<size_t>(d)]; }
 
   LcoreResources r_;

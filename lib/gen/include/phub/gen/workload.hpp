@@ -67,6 +67,11 @@ class Workload {
     return spec_.round_modulus == 0 ? static_cast<uint32_t>(logical)
                                     : static_cast<uint32_t>(logical % spec_.round_modulus);
   }
+  // The wire round of a ps init acknowledgement: the round before the first (results are labelled with the
+  // round whose state they hold, and initial weights are the state before round 0).
+  [[nodiscard]] uint32_t init_ack_round() const noexcept {
+    return spec_.round_modulus == 0 ? UINT32_MAX : spec_.round_modulus - 1;
+  }
   // The logical round of a wire round at most half the modulus before `reference` (a round in flight).
   [[nodiscard]] uint64_t logical_round(uint32_t wire, uint64_t reference) const noexcept;
 

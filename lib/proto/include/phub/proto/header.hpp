@@ -14,7 +14,7 @@
 namespace phub::proto {
 
 inline constexpr uint16_t kMagic = 0x5048;  // "PH"
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;  // 2: job epoch, join handshake, pull/init answers labelled as results
 inline constexpr size_t kHeaderBytes = 54;  // Eth 14 + IPv4 20 + UDP 8 + 54 = 96: payload 32-byte aligned in a frame
 
 enum class Opcode : uint8_t {
@@ -30,9 +30,10 @@ enum class Opcode : uint8_t {
   probe_reply = 10,   // peer -> probe agent
   init = 11,          // rank 0 -> server (ps mode): initial weights of a chunk
   pull = 12,          // worker -> server (ps mode): send the current weights of a chunk
+  joined = 13,        // server -> worker: answer to join; epoch = the job's epoch, aux = its first round
 };
 inline constexpr uint8_t kOpcodeMin = 1;
-inline constexpr uint8_t kOpcodeMax = 12;
+inline constexpr uint8_t kOpcodeMax = 13;
 
 [[nodiscard]] std::string_view opcode_name(Opcode op) noexcept;
 
@@ -47,7 +48,9 @@ namespace flag {
 inline constexpr uint16_t crc = 1u << 0;         // crc32c field holds CRC32C of the payload
 inline constexpr uint16_t retransmit = 1u << 1;  // sender resent this packet after a timeout
 inline constexpr uint16_t mean = 1u << 2;        // result: the payload is a mean, not a sum
-inline constexpr uint16_t known = crc | retransmit | mean;
+inline constexpr uint16_t epoch_start = 1u << 3;   // join from rank 0: start the header's (newer) epoch
+inline constexpr uint16_t fresh_weights = 1u << 4; // with epoch_start in a ps job: forget the weights too
+inline constexpr uint16_t known = crc | retransmit | mean | epoch_start | fresh_weights;
 }  // namespace flag
 
 // Status codes carried by Opcode::error (and 0 everywhere else).
@@ -58,7 +61,7 @@ enum class Status : uint8_t {
   round_stalled = 3,    // the round missed its deadline; aux = a rank still missing
   unknown_chunk = 4,    // chunk id or element range outside the job
   not_initialized = 5,  // ps mode: weights of this chunk not yet initialised by rank 0
-  busy = 6,             // transient: retry later (result buffer still in flight)
+  epoch_mismatch = 6,   // the packet's epoch is not the job's; aux = the job's epoch
   bad_request = 7,      // a well-formed packet the job cannot accept (dtype mismatch, wrong owner, ...)
 };
 inline constexpr uint8_t kStatusMax = 7;
@@ -68,7 +71,7 @@ inline constexpr uint8_t kStatusMax = 7;
 // The header in host byte order. Wire layout (all multi-byte fields big-endian):
 //   0 magic u16 | 2 version u8 | 3 opcode u8 | 4 flags u16 | 6 dtype u8 | 7 status u8
 //   8 job_id u32 | 12 rank u16 | 14 payload_bytes u16 | 16 round u32 | 20 chunk_id u32
-//  24 elem_offset u32 | 28 elem_count u16 | 30 reserved u16 (0) | 32 crc32c u32 | 36 aux u32
+//  24 elem_offset u32 | 28 elem_count u16 | 30 epoch u16 | 32 crc32c u32 | 36 aux u32
 //  40 auth_tag u64 | 48 seq u32 | 52 reserved u16 (0)
 struct Header {
   Opcode opcode = Opcode::push;
@@ -82,6 +85,7 @@ struct Header {
   uint32_t chunk_id = 0;
   uint32_t elem_offset = 0;  // elements from the start of the chunk
   uint16_t elem_count = 0;   // elements in this packet (data opcodes), or the requested range
+  uint16_t epoch = 0;        // the job epoch the packet belongs to (see docs/protocol.md, "Epochs")
   uint32_t crc32c = 0;
   uint32_t aux = 0;
   uint64_t auth_tag = 0;
@@ -89,6 +93,12 @@ struct Header {
 
   friend bool operator==(const Header&, const Header&) = default;
 };
+
+// Epochs are compared as serial numbers (RFC 1982): a is newer than b when it is ahead by less than half
+// the number space.
+[[nodiscard]] constexpr bool epoch_newer(uint16_t a, uint16_t b) noexcept {
+  return a != b && static_cast<uint16_t>(a - b) < 0x8000;
+}
 
 inline constexpr size_t kAuthTagOffset = 40;
 inline constexpr size_t kCrcOffset = 32;

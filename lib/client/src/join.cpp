@@ -1,0 +1,147 @@
+// The client's join handshake and job epochs. Each server lcore keeps the job's epoch; a rank joins it once
+// per process (an incarnation: a random number drawn at connect). Rank 0 of a new run restarts the job in
+// the next epoch, where every rank must join again, so that the workers of an earlier run can neither
+// count towards the new rounds nor keep the new workers out (docs/protocol.md, "Epochs").
+#include <sys/random.h>
+
+#include <algorithm>
+
+#include "phub/client/client.hpp"
+
+namespace phub::client {
+namespace {
+
+constexpr uint64_t kFirstJoinGapNs = 10'000'000;   // 10 ms, doubling per join sent without progress
+constexpr uint64_t kMaxJoinGapNs = 200'000'000;    // 200 ms
+
+uint32_t draw_incarnation() {
+  uint32_t v = 0;
+  while (v == 0) {
+    if (getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) v = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&v) >> 4) ^ 0x9e3779b9u;
+  }
+  return v;
+}
+
+}  // namespace
+
+Endpoint Client::endpoint_of_owner(uint32_t owner) const noexcept {
+  return Endpoint{opt_.servers[owner / opt_.server_lcores], static_cast<uint16_t>(opt_.port_base + owner % opt_.server_lcores)};
+}
+
+int64_t Client::owner_of(const Endpoint& from) const noexcept {
+  if (from.port < opt_.port_base || from.port >= opt_.port_base + opt_.server_lcores) return -1;
+  for (size_t s = 0; s < opt_.servers.size(); ++s) {
+    if (opt_.servers[s] == from.ipv4) return static_cast<int64_t>(s * opt_.server_lcores + (from.port - opt_.port_base));
+  }
+  return -1;
+}
+
+void Client::start_joining(uint64_t now) {
+  // Rank 0's incarnation is the run's token when there is one: the other ranks recognise their run by it.
+  incarnation_ = opt_.rank == 0 && opt_.run_token != 0 ? opt_.run_token : draw_incarnation();
+  members_.assign(owner_count(opt_), Membership{});
+  joined_count_ = 0;
+  for (uint32_t o = 0; o < members_.size(); ++o) begin_join(o, now);
+  flush();
+}
+
+void Client::begin_join(uint32_t owner, uint64_t now) {
+  Membership& m = members_[owner];
+  m = Membership{};
+  if (opt_.rank == 0 && opt_.restart_job) {
+    // Rank 0 of a run restarts the job. The start names the epoch after the current one; until the first
+    // answer says which that is, guess 1 (a fresh server's job is in epoch 0).
+    m.state = Membership::State::starting;
+    m.epoch = 1;
+  }
+  send_join(owner, now);
+}
+
+void Client::send_join(uint32_t owner, uint64_t now) {
+  Membership& m = members_[owner];
+  const bool start = m.state == Membership::State::starting;
+  if (!queue_room(1)) flush();
+  if (!queue_room(1)) return;  // the socket is full: the next service tries again
+  enqueue_control(proto::Opcode::join, owner,
+                  start ? static_cast<uint16_t>(proto::flag::epoch_start |
+                                                (opt_.fresh_weights ? proto::flag::fresh_weights : 0))
+                        : uint16_t{0},
+                  m.epoch);
+  const uint64_t gap = std::min(kMaxJoinGapNs, kFirstJoinGapNs << std::min<uint32_t>(m.sends, 5));
+  ++m.sends;
+  m.next_send_ns = now + gap;
+}
+
+void Client::service_joins(uint64_t now) {
+  bool sent = false;
+  for (uint32_t o = 0; o < members_.size(); ++o) {
+    const Membership& m = members_[o];
+    if (m.state != Membership::State::joined && m.next_send_ns <= now) {
+      send_join(o, now);
+      sent = true;
+    }
+  }
+  if (sent) flush();
+}
+
+void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
+  Membership& m = members_[owner];
+  m.answered = true;
+  if (m.state == Membership::State::joined) return;  // a late answer to a repeated join
+  m.holder = h.aux;
+  m.rank0 = h.elem_offset;
+  // The other ranks join an epoch only once a rank 0 holds it (elem_offset: rank 0's holder), and with a
+  // run token only if it is this run's rank 0.
+  m.other_run = opt_.rank != 0 && (h.elem_offset == 0 || (opt_.run_token != 0 && h.elem_offset != opt_.run_token));
+  if (h.aux == incarnation_ && !m.other_run) {
+    m.epoch = h.epoch;
+    m.state = Membership::State::joined;
+    m.held_by_other = false;
+    ++joined_count_;
+    // Chunks already in flight to this lcore (a re-join into a restarted epoch) go out again in the new one.
+    if (plan_) {
+      std::vector<uint32_t> in_flight;
+      const Lanes::Lane& lane = lanes_.lane(owner);
+      for (uint32_t c = lane.head, n = lane.count; c != kNone && n > 0; c = lanes_.next(c), --n) in_flight.push_back(c);
+      for (uint32_t c : in_flight) {
+        if (!resend_chunk(c, now)) break;
+      }
+    }
+    return;
+  }
+  if (m.state == Membership::State::starting) {
+    // The job is in another epoch than guessed (or another start won): start the one after it.
+    m.epoch = static_cast<uint16_t>(h.epoch + 1);
+    m.sends = 0;
+    send_join(owner, now);
+    flush();
+    return;
+  }
+  // Another process holds this rank in the current epoch, or the epoch is not this run's: wait for this
+  // run's rank 0 to restart the job.
+  m.held_by_other = h.aux != incarnation_;
+  m.epoch = h.epoch;
+}
+
+void Client::on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t now) {
+  Membership& m = members_[owner];
+  const auto server_epoch = static_cast<uint16_t>(h.aux);
+  if (m.state != Membership::State::joined || server_epoch == m.epoch) {
+    ++st_.stale;  // an answer to something sent before this client joined the epoch
+    return;
+  }
+  if (!m.used && !(opt_.rank == 0 && opt_.restart_job)) {
+    // Nothing of this epoch was used yet (the new run's rank 0 restarted the job right after this worker
+    // joined the old epoch): join the new one and send what is in flight again, in the new epoch.
+    --joined_count_;
+    begin_join(owner, now);
+    flush();
+    return;
+  }
+  // Results of the epoch were used, or this is rank 0 and another rank 0 restarted the job past it.
+  fail_all(Error{PHUB_ERR_EPOCH, "job " + std::to_string(opt_.job_id) + " was restarted on the server (its epoch is now " +
+                                     std::to_string(server_epoch) + ", this client's " + std::to_string(m.epoch) +
+                                     "): a new run's rank 0 connected, so this worker's rounds are void; start it again"});
+}
+
+}  // namespace phub::client
