@@ -80,8 +80,6 @@ class Driver {
   void extras(JobRun& j, uint32_t chunk, uint16_t rank);
   void try_pull(JobRun& j, uint32_t chunk, uint16_t rank);
   void try_init_again(JobRun& j, uint32_t chunk, uint32_t seg);
-  [[nodiscard]] bool pull_answer_unambiguous(const JobRun& j, uint32_t chunk, uint32_t first_seg,
-                                             uint32_t last_seg) const;
   bool recover_some();
   bool recover(JobRun& j, uint32_t chunk, uint16_t rank);
   bool resend_inits(JobRun& j, uint32_t chunk);

@@ -13,6 +13,7 @@
 #include "phub/proto/header.hpp"
 #include "phub/proto/layout.hpp"
 #include "progress.hpp"
+#include "rounds.hpp"
 #include "shape.hpp"
 #include "values.hpp"
 

@@ -2,7 +2,6 @@
 #include "model.hpp"
 
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 
 #include "phub/agg/kernels.hpp"
@@ -135,13 +134,6 @@ float Model::lowest(uint32_t chunk, int64_t round, uint32_t elem) const {
 
 float Model::highest(uint32_t chunk, int64_t round, uint32_t elem) const {
   return chunks_.at(chunk).high.at(static_cast<size_t>(round + 1)).at(elem);
-}
-
-bool Model::repeats(uint32_t chunk, int64_t round, uint32_t first, uint32_t n) const {
-  const size_t b = dtype_bytes(shape_.job.dtype);
-  const auto now = result(chunk, round).subspan(first * b, n * b);
-  const auto before = result(chunk, round - 1).subspan(first * b, n * b);
-  return std::memcmp(now.data(), before.data(), now.size()) == 0;
 }
 
 }  // namespace phub::stress

@@ -33,8 +33,6 @@ class Model {
   // Jobs that are not bit-exact: the lowest and highest value element `elem` of that result may take.
   [[nodiscard]] float lowest(uint32_t chunk, int64_t round, uint32_t elem) const;
   [[nodiscard]] float highest(uint32_t chunk, int64_t round, uint32_t elem) const;
-  // Whether rounds `round` and `round - 1` have the same result bytes on elements [first, first + n).
-  [[nodiscard]] bool repeats(uint32_t chunk, int64_t round, uint32_t first, uint32_t n) const;
 
  private:
   struct ChunkResults {

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "phub/proto/layout.hpp"
-#include "rounds.hpp"
 
 namespace phub::stress {
 
@@ -36,18 +35,14 @@ struct ChunkState {
   std::vector<uint8_t> init;
   uint32_t init_acks = 0;
   bool init_started = false;
-  // Answers owed, [rank * segments + seg]: to pulls and inits; early pushes that may come back
-  // not_initialized.
+  // [rank * segments + seg]: pulls and inits sent, which an answer labelled -1 (the initial weights, no
+  // round's result) must be one of; early pushes that may come back not_initialized.
   std::vector<uint16_t> pull_answers;
-  uint32_t pull_answers_total = 0;
   std::vector<uint16_t> early;
 
   [[nodiscard]] int64_t min_round() const noexcept;
   [[nodiscard]] int64_t max_round() const noexcept;
   [[nodiscard]] bool initialized(bool ps) const noexcept { return !ps || init_acks == segments; }
-  // While a pull or init answer is owed and its label could be read as another round's (label lag 1), no
-  // rank pushes: the server's round then stays within what the answer is checked against.
-  [[nodiscard]] bool pushes_paused() const noexcept { return kPullLabelLag != 0 && pull_answers_total != 0; }
   // Whether every rank has put a push of `seg` of `round` on the wire (its result is due).
   [[nodiscard]] bool all_sent(int64_t round, uint32_t seg) const noexcept;
   [[nodiscard]] size_t at(uint16_t rank, uint32_t seg) const noexcept {

@@ -22,7 +22,7 @@ std::string describe_header(const proto::Header& h) {
   o << proto::opcode_name(h.opcode) << " job " << h.job_id << " rank " << h.rank << " round " << h.round << " chunk "
     << h.chunk_id << " offset " << h.elem_offset << " count " << h.elem_count << " dtype "
     << static_cast<int>(h.dtype) << " flags " << h.flags << " status " << proto::status_name(h.status) << " aux "
-    << h.aux << " payload_bytes " << h.payload_bytes;
+    << h.aux << " epoch " << h.epoch << " payload_bytes " << h.payload_bytes;
   return o.str();
 }
 
@@ -142,6 +142,7 @@ Driver::Arrival Driver::check_result_header(const JobRun& j, const proto::PhubFr
   if (h.dtype != job.dtype) wrong += " dtype;";
   if (h.flags != mean) wrong += " flags (the mean flag);";
   if (h.status != proto::Status::ok || h.aux != 0) wrong += " status or aux;";
+  if (h.epoch != 0) wrong += " epoch (the workers never restarted the job: 0);";
   const ChunkState& ch = j.progress.chunks[h.chunk_id];
   const auto round = round_of_label(h.round, job.round_modulus, ch.max_round() - 1, ch.min_round() + 1);
   if (!round) {
@@ -169,8 +170,8 @@ void Driver::release_held(bool all) {
   }
 }
 
-// The rank reads a result: first as the answer to a pull or init it is owed one for (ps), else as the
-// result of the round its label names. Either way every element must be the model's.
+// The rank reads a result: the initial weights (label -1) as the answer to a pull or init it sent (ps),
+// anything else as the result of the round its label names. Either way every element must be the model's.
 void Driver::deliver(const Arrival& a, std::span<const std::byte> payload, EventKind how) {
   JobRun& j = *jobs_[a.job];
   ChunkState& ch = j.progress.chunks[a.chunk];
@@ -178,33 +179,29 @@ void Driver::deliver(const Arrival& a, std::span<const std::byte> payload, Event
   tally_.elements_checked += a.count;
   log_.add({tick_, how, static_cast<uint8_t>(a.job), a.rank, a.queue, a.chunk, a.seg, a.round});
   uint16_t& owed = ch.pull_answers[ch.at(a.rank, a.seg)];
-  const int64_t pulled_round = a.round - kPullLabelLag;
-  if (owed != 0 && pulled_round >= -1 && pulled_round < j.shape.rounds && !differs(j, a, pulled_round, payload)) {
+  if (a.round == -1 && j.ps() && owed != 0 && !differs(j, a, -1, payload)) {
     --owed;
-    --ch.pull_answers_total;
     if (a.rank == 0 && (ch.init[a.seg] & kGot) == 0) {
       ch.init[a.seg] |= kGot;
       // Every early push still unanswered was counted (its refusal would have come before this answer).
       if (++ch.init_acks == ch.segments) std::fill(ch.early.begin(), ch.early.end(), 0);
     }
-    // With lag 0 the answer is also the result of the round it names; with lag 1 it is an older one.
-    if (kPullLabelLag != 0 || a.round < 0) return;
+    return;
   }
   if (a.round < 0 || a.round >= j.shape.rounds) {
     fail("job [" + std::to_string(a.job) + "] rank " + std::to_string(a.rank) + " chunk " + std::to_string(a.chunk) +
          " seg " + std::to_string(a.seg) + ": a result labelled round " + std::to_string(a.round) +
-         (owed != 0 ? " that is not the answer owed to a pull or init either" : " (no such round)"));
+         (a.round == -1 && owed != 0 ? " that does not hold the initial weights" : " (no such round)"));
   }
   auto diff = differs(j, a, a.round, payload);
   if (!diff && !j.model.bit_exact()) diff = differs_from_first_copy(j, a, payload);
-  if (diff && how == EventKind::result_late && owed == 0 && overwritten_by_reuse(j, a)) {
+  if (diff && how == EventKind::result_late && overwritten_by_reuse(j, a)) {
     ++tally_.stale_copies_overwritten;
     return;
   }
   if (diff) {
     fail("job [" + std::to_string(a.job) + "] rank " + std::to_string(a.rank) + " chunk " + std::to_string(a.chunk) +
-         " seg " + std::to_string(a.seg) + " round " + std::to_string(a.round) + ": wrong result: " + *diff +
-         (owed != 0 ? " (nor is it the answer owed to a pull or init)" : ""));
+         " seg " + std::to_string(a.seg) + " round " + std::to_string(a.round) + ": wrong result: " + *diff);
   }
   count_result(j, a);
 }
@@ -298,7 +295,7 @@ void Driver::on_error(JobRun& j, const proto::PhubFrame& f) {
   ++j.tally.errors_by_status[static_cast<size_t>(h.status)];
   log_.add({tick_, EventKind::error, static_cast<uint8_t>(j.index), h.rank, 0, h.chunk_id,
             h.elem_offset / j.layout.params().segment_elems, static_cast<int64_t>(h.status)});
-  if (h.payload_bytes != 0 || h.dtype != j.shape.job.dtype) fail("wrong error header: " + describe_header(h));
+  if (h.payload_bytes != 0 || h.dtype != j.shape.job.dtype || h.epoch != 0) fail("wrong error header: " + describe_header(h));
   const auto server_round = [&](uint32_t label) {
     return round_of_label(label, modulus, ch.max_round(), ch.min_round() + 1);
   };

@@ -1,18 +1,13 @@
 // Round numbers: the emulated workers count absolute rounds (-1 is the ps initial weights); the wire
-// carries them modulo the job's round_modulus (2^32 when 0). Also the one place that says how the server
-// labels its answers to ps pulls and init acknowledgements.
+// carries them modulo the job's round_modulus (2^32 when 0). A result labelled r always holds the state
+// after round r, also when it answers a ps pull or init (protocol version 2: such answers carry
+// prev_round(current); before the first update that is round -1, the initial weights).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 namespace phub::stress {
-
-// How far the label of a pull or init answer runs ahead of the round whose result it carries. Today the
-// server labels them with its current round c.round while sending the previous round's result (the weights
-// before any update: round -1): 1. Once answers are labelled prev_round(c.round), a result labelled r
-// always means the state after round r: set 0.
-inline constexpr int64_t kPullLabelLag = 1;
 
 [[nodiscard]] constexpr uint32_t round_label(int64_t round, uint32_t modulus) noexcept {
   if (modulus == 0) return static_cast<uint32_t>(round);

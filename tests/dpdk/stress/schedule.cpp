@@ -81,7 +81,7 @@ Driver::Outcome Driver::first_push(JobRun& j, const Todo& t) {
   ChunkState& ch = j.progress.chunks[t.chunk];
   RankChunk& rc = ch.ranks[t.rank];
   const Knobs& k = j.shape.knobs;
-  if (stalled(j, t.rank) || ch.pushes_paused()) return Outcome::waiting;
+  if (stalled(j, t.rank)) return Outcome::waiting;
   bool early = false;
   if (!ch.initialized(j.ps())) {
     // Before rank 0 starts the chunk's inits, another rank may push (and be refused, or counted if the
@@ -156,23 +156,6 @@ void Driver::extras(JobRun& j, uint32_t chunk, uint16_t rank) {
   if (rng_.chance(k.init_again)) try_init_again(j, chunk, static_cast<uint32_t>(rng_.below(ch.segments)));
 }
 
-// Today a pull or init answer labelled L carries round L-1's result (kPullLabelLag): where rounds L and L-1
-// have the same bytes on a segment, its answer could be read as either, so such a pull waits for another
-// time. Labels that can arrive lie in [max_round - 1, min_round + 1] of the chunk (pushes pause meanwhile).
-bool Driver::pull_answer_unambiguous(const JobRun& j, uint32_t chunk, uint32_t first_seg, uint32_t last_seg) const {
-  if (kPullLabelLag == 0) return true;
-  const ChunkState& ch = j.progress.chunks[chunk];
-  const int64_t lo = std::max<int64_t>(0, ch.max_round() - 1);
-  const int64_t hi = std::min<int64_t>(ch.min_round() + 1, j.shape.rounds - 1);
-  const auto& ci = j.layout.chunk(chunk);
-  for (int64_t round = lo; round <= hi; ++round) {
-    for (uint32_t s = first_seg; s < last_seg; ++s) {
-      if (j.model.repeats(chunk, round, j.layout.segment_offset(s), j.layout.segment_count_elems(ci, s))) return false;
-    }
-  }
-  return true;
-}
-
 void Driver::try_pull(JobRun& j, uint32_t chunk, uint16_t rank) {
   ChunkState& ch = j.progress.chunks[chunk];
   if (!ch.initialized(true)) return;
@@ -180,16 +163,13 @@ void Driver::try_pull(JobRun& j, uint32_t chunk, uint16_t rank) {
   if (ch.segments > kWholeChunkSegments || rng_.chance(0.6)) seg = static_cast<uint32_t>(rng_.below(ch.segments));
   const uint32_t first = seg.value_or(0);
   const uint32_t last = seg ? *seg + 1 : ch.segments;
-  if (!pull_answer_unambiguous(j, chunk, first, last)) return;
   for (uint32_t s = first; s < last; ++s) ++ch.pull_answers[ch.at(rank, s)];
-  ch.pull_answers_total += last - first;
   send_request(j, proto::Opcode::pull, rank, chunk, seg, ch.ranks[rank].round);
 }
 
 void Driver::try_init_again(JobRun& j, uint32_t chunk, uint32_t seg) {
   const ChunkState& ch = j.progress.chunks[chunk];
   if ((ch.init[seg] & kSent) == 0) return;
-  if (ch.initialized(true) && !pull_answer_unambiguous(j, chunk, seg, seg + 1)) return;
   send_init(j, chunk, seg, proto::flag::retransmit);
 }
 
@@ -231,8 +211,7 @@ bool Driver::recover(JobRun& j, uint32_t chunk, uint16_t rank) {
   }
   if (lost.empty() && lacking.empty()) return false;
   rc.recover_at = recovery_time();
-  const bool may_push = !ch.pushes_paused();
-  if (!lost.empty() && may_push) {
+  if (!lost.empty()) {
     for (uint32_t s : lost) send_push(j, rank, chunk, s, rc.round, proto::flag::retransmit, EventKind::push_again);
     return true;
   }
@@ -241,7 +220,7 @@ bool Driver::recover(JobRun& j, uint32_t chunk, uint16_t rank) {
   const uint64_t choice = rng_.below(10);
   if (choice < 3 && ch.segments <= kWholeChunkSegments) {
     send_request(j, proto::Opcode::rerequest, rank, chunk, std::nullopt, rc.round);
-  } else if (choice < 7 || !may_push) {
+  } else if (choice < 7) {
     send_request(j, proto::Opcode::rerequest, rank, chunk, s, rc.round);
   } else {
     send_push(j, rank, chunk, s, rc.round, proto::flag::retransmit, EventKind::push_again);
@@ -320,7 +299,6 @@ void Driver::send_init(JobRun& j, uint32_t chunk, uint32_t seg, uint16_t flags) 
   h.elem_count = static_cast<uint16_t>(n);
   ch.init[seg] |= kSent;
   ++ch.pull_answers[ch.at(0, seg)];
-  ++ch.pull_answers_total;
   ++j.tally.init_packets;
   send(j, 0, chunk, h, payload, {tick_, EventKind::init, static_cast<uint8_t>(j.index), 0, 0, chunk, seg, -1});
 }
