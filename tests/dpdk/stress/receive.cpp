@@ -201,7 +201,10 @@ void Driver::deliver(const Arrival& a, std::span<const std::byte> payload, Event
   }
   if (diff) {
     fail("job [" + std::to_string(a.job) + "] rank " + std::to_string(a.rank) + " chunk " + std::to_string(a.chunk) +
-         " seg " + std::to_string(a.seg) + " round " + std::to_string(a.round) + ": wrong result: " + *diff);
+         " seg " + std::to_string(a.seg) + " round " + std::to_string(a.round) + ": wrong result" +
+         (how == EventKind::result_late ? " (read late)" : "") + ": " + *diff + "; the chunk's ranks are in rounds " +
+         std::to_string(ch.min_round()) + ".." + std::to_string(ch.max_round()) + ", the job's results_reused_busy is " +
+         std::to_string(engine_.totals().jobs[a.job].results_reused_busy));
   }
   count_result(j, a);
 }
