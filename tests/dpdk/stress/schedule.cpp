@@ -215,7 +215,6 @@ bool Driver::recover(JobRun& j, uint32_t chunk, uint16_t rank) {
     for (uint32_t s : lost) send_push(j, rank, chunk, s, rc.round, proto::flag::retransmit, EventKind::push_again);
     return true;
   }
-  if (lacking.empty()) return false;
   const uint32_t s = lacking[rng_.below(lacking.size())];
   const uint64_t choice = rng_.below(10);
   if (choice < 3 && ch.segments <= kWholeChunkSegments) {
