@@ -79,7 +79,8 @@ echo "run: 4 workers of demo-allreduce for ${seconds}s, 2 workers of demo-ps for
 start_worker() {  # name, then worker arguments
   local name=$1
   shift
-  timeout $((seconds + 60)) ip netns exec "$ns" "$worker_exe" "$@" >"$logs/$name.out" 2>"$logs/$name.err" &
+  # The workers run on CPU 0, the server's lcores on CPU 1 (config/phub.lua): like workers on their own hosts.
+  timeout $((seconds + 60)) ip netns exec "$ns" taskset -c 0 "$worker_exe" "$@" >"$logs/$name.out" 2>"$logs/$name.err" &
   worker_pids+=($!)
   names+=("$name")
 }
@@ -103,12 +104,22 @@ awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^goodput=/) { v = substr($i, 9); sub(
      END { printf "run: aggregate goodput %.3f Gbit/s over %d workers (gradient bytes reduced per second)\n", sum, n }' \
   "$logs"/*.out
 
+# Resends and timer expiries, next to what the server saw: a push sent again that the server already had
+# (a duplicate) was late, not lost.
+sum_field() { cat "$logs"/*.out | grep -o " $1=[0-9]*" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
+resent=$(sum_field retransmits)
+expiries=$(sum_field timeouts)
 echo "run: stopping the server"
 kill -INT "$server_pid"
 server_status=0
 wait "$server_pid" || server_status=$?
 server_pid=""
 grep -E "^(lcore|job|drops|port)" "$logs/server.log" | sed 's/^/  /'
+dups=$(grep -E "^job " "$logs/server.log" | grep -o ' duplicates [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
+echo "run: the workers sent $resent packets again (pushes, inits, pulls); the server had $dups of those pushes already"
+echo "run: (late, not lost);"
+echo "run: their retransmit timers expired $expiries times, each a header-only rerequest for a result not back"
+echo "run: yet: six workers share CPU 0, so a worker that waits for the CPU finds its timer past due"
 if ((server_status != 0)); then
   tail -20 "$logs/server.log" >&2
   fail "phub-server exited with status $server_status"

@@ -1,7 +1,6 @@
 // phub-server: load the Lua config, start the EAL, run the aggregation data plane until SIGTERM/SIGINT.
 #include <rte_eal.h>
 #include <rte_lcore.h>
-#include <systemd/sd-daemon.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "boot_info.hpp"
+#include "notify.hpp"
 #include "options.hpp"
 #include "phub/config/load.hpp"
 #include "phub/engine/engine.hpp"
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> eal = opts->eal_args_set ? opts->eal_args : cfg->eal_args;
   for (const auto& a : opts->eal_extra) eal.push_back(a);
+  if (opts->print_boot_info) {
+    std::fputs(phub::server::boot_info_json(*cfg, eal).c_str(), stdout);
+    return 0;
+  }
   std::vector<char*> eal_argv;
   std::string prog = "phub-server";
   eal_argv.push_back(prog.data());
@@ -92,7 +97,10 @@ int main(int argc, char** argv) {
       rc = fail(started.error());
     } else {
       say("ready");
-      (void)sd_notify(0, "READY=1\nSTATUS=aggregating");
+      phub::server::Notifier notifier;
+      notifier.ready("aggregating: " + std::to_string(cfg->jobs.size()) + " job(s) on " +
+                     std::to_string(cfg->lcores.size()) + " lcore(s), " + std::to_string(cfg->ports.size()) +
+                     " port(s)");
       phub::server::StatsLine stats(**engine);
       const auto t0 = std::chrono::steady_clock::now();
       const uint32_t interval_ms = opts->stats_interval_ms ? opts->stats_interval_ms : cfg->control.stats_interval_ms;
@@ -104,15 +112,21 @@ int main(int argc, char** argv) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         const auto now = std::chrono::steady_clock::now();
-        if (g_dump.exchange(false)) std::fputs((*engine)->format_counters().c_str(), stdout);
+        notifier.watchdog(now);
+        if (g_dump.exchange(false)) {
+          std::fputs((*engine)->format_counters().c_str(), stdout);
+          std::fflush(stdout);  // under systemd stdout is a socket to the journal, fully buffered
+        }
         if (interval_ms != 0 && now >= next_stats) {
           say(stats.next());
           next_stats = now + std::chrono::milliseconds(interval_ms);
         }
         if (opts->duration_s > 0 && now - t0 >= std::chrono::duration<double>(opts->duration_s)) break;
       }
-      (void)sd_notify(0, "STOPPING=1");
-      say(g_signal.load() != 0 ? std::string("stopping on ") + strsignal(g_signal.load()) : "stopping: duration over");
+      const std::string stopping =
+          g_signal.load() != 0 ? std::string("stopping on ") + strsignal(g_signal.load()) : "stopping: duration over";
+      notifier.stopping(stopping);
+      say(stopping);
       (*engine)->stop();
       say(stats.next());
       std::fputs((*engine)->format_counters().c_str(), stdout);

@@ -32,11 +32,12 @@ std::string join(const std::vector<std::string>& words) {
 }
 
 std::string usage() {
-  return "usage: phub-server [--config FILE] [--check] [--print-config] [--eal \"EAL ARGS\"]\n"
+  return "usage: phub-server [--config FILE] [--check] [--print-config] [--print-boot-info] [--eal \"EAL ARGS\"]\n"
          "                   [--duration SECONDS] [--stats-interval MS] [-- EXTRA EAL ARGS]\n"
          "  --config FILE        Lua config (default: the embedded config/phub.lua)\n"
          "  --check              validate the config, print a summary, exit\n"
          "  --print-config       print the config as Lua with every default filled in, exit\n"
+         "  --print-boot-info    print the EAL arguments and port devices as JSON (for phub-boot), exit\n"
          "  --eal \"ARGS\"         replace the config's eal_args\n"
          "  -- ARGS              append ARGS to the EAL arguments\n"
          "  --duration SECONDS   stop after this long (default: run until SIGTERM/SIGINT)\n"
@@ -60,6 +61,8 @@ Expected<Options, std::string> parse_options(int argc, char** argv) {
       o.check = true;
     } else if (a == "--print-config") {
       o.print_config = true;
+    } else if (a == "--print-boot-info") {
+      o.print_boot_info = true;
     } else if (a == "--config" || a == "-c") {
       auto v = value(a);
       if (!v) return unexpected(v.error());

@@ -12,6 +12,7 @@ struct Options {
   std::string config_path;           // empty: the embedded default
   bool check = false;                // validate the config and exit
   bool print_config = false;         // print the config as Lua and exit
+  bool print_boot_info = false;      // print the EAL arguments and port devices as JSON and exit
   bool help = false;
   bool eal_args_set = false;         // --eal replaces the config's EAL arguments
   std::vector<std::string> eal_args;

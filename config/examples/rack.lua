@@ -74,14 +74,13 @@ return {
     },
   },
 
-  timeouts = { round_stall_ms = 500, arp_refresh_ms = 30000, drain_ms = 5000 },
+  timeouts = { round_stall_ms = 500, drain_ms = 5000 },
 
   limits = {
     memory_bytes = "16GiB",
     max_jobs = 16,
     mbufs = 262143,              -- per port, in hugepages
     ring_entries = 8192,
-    max_rounds_ahead = 1,
   },
 
   control = { socket_path = "/run/phub/ctl.sock", stats_interval_ms = 10000 },

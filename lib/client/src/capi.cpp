@@ -174,6 +174,7 @@ const char* phub_status_name(int status) {
     case PHUB_ERR_AUTH: return "auth";
     case PHUB_ERR_BROKEN: return "broken";
     case PHUB_ERR_EPOCH: return "epoch";
+    case PHUB_ERR_DRAINED: return "drained";
     default: return "unknown";
   }
 }

@@ -11,8 +11,9 @@
 namespace phub::client {
 namespace {
 
-constexpr uint64_t kFirstJoinGapNs = 10'000'000;   // 10 ms, doubling per join sent without progress
+constexpr uint64_t kFirstJoinGapNs = 10'000'000;   // 10 ms, doubling per join left unanswered
 constexpr uint64_t kMaxJoinGapNs = 200'000'000;    // 200 ms
+constexpr uint64_t kWaitJoinGapNs = 10'000'000;    // asking again while the server says wait (rank 0 to come)
 
 uint32_t draw_incarnation() {
   uint32_t v = 0;
@@ -67,7 +68,9 @@ void Client::send_join(uint32_t owner, uint64_t now) {
                                                 (opt_.fresh_weights ? proto::flag::fresh_weights : 0))
                         : uint16_t{0},
                   m.epoch);
-  const uint64_t gap = std::min(kMaxJoinGapNs, kFirstJoinGapNs << std::min<uint32_t>(m.sends, 5));
+  // Back off while the server does not answer; while it answers "wait", ask again soon: the other workers
+  // of the run are waiting for this one.
+  const uint64_t gap = m.answered ? kWaitJoinGapNs : std::min(kMaxJoinGapNs, kFirstJoinGapNs << std::min<uint32_t>(m.sends, 5));
   ++m.sends;
   m.next_send_ns = now + gap;
 }
@@ -141,7 +144,8 @@ void Client::on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t 
   // Results of the epoch were used, or this is rank 0 and another rank 0 restarted the job past it.
   fail_all(Error{PHUB_ERR_EPOCH, "job " + std::to_string(opt_.job_id) + " was restarted on the server (its epoch is now " +
                                      std::to_string(server_epoch) + ", this client's " + std::to_string(m.epoch) +
-                                     "): a new run's rank 0 connected, so this worker's rounds are void; start it again"});
+                                     "): a new run's rank 0 connected or the operator reset the job, so this worker's rounds are void; "
+                                     "start it again"});
 }
 
 }  // namespace phub::client

@@ -18,6 +18,7 @@ void Client::pump(uint64_t now) {
   if (!all_joined()) service_joins(now);
   if (plan_) {
     for (uint32_t l = 0; l < lanes_.size(); ++l) detect_losses(l, now);
+    if (!pull_retries_.empty()) retry_pulls(now);
   }
   service_timers(now);
   if (all_joined()) start_chunks(now);
@@ -231,8 +232,8 @@ void Client::fail_op(uint32_t slot, Error e) {
 }
 
 void Client::fail_all(const Error& e) {
+  if (!broken_) broken_ = e;  // later calls fail with the same reason (e.g. the job's restart), not "broken"
   for (uint32_t slot : std::vector<uint32_t>(live_)) fail_op(slot, e);
-  if (!broken_) broken_ = Error{PHUB_ERR_BROKEN, e.message};
 }
 
 void Client::check_deadlines(uint64_t now) {
@@ -249,6 +250,7 @@ void Client::check_deadlines(uint64_t now) {
 uint64_t Client::next_wake(uint64_t now) const noexcept {
   uint64_t wake = UINT64_MAX;
   for (uint32_t slot : live_) wake = std::min(wake, ops_[slot].deadline_ns);
+  for (const auto& r : pull_retries_) wake = std::min(wake, r.first);
   for (uint32_t l = 0; l < lanes_.size(); ++l) {
     const Lanes::Lane& lane = lanes_.lane(l);
     if (lane.count != 0) wake = std::min(wake, lane.timer_ns);

@@ -4,9 +4,15 @@
 #include <cstring>
 
 #include "phub/client/client.hpp"
+#include "phub/client/clock.hpp"
 #include "phub/proto/auth.hpp"
 
 namespace phub::client {
+namespace {
+
+constexpr uint64_t kPullRetryNs = 5'000'000;  // a pull that found no weights yet asks again after 5 ms
+
+}  // namespace
 
 void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from, uint64_t now) {
   const int64_t owner = owner_of(from);
@@ -131,9 +137,15 @@ void Client::on_error(const proto::Header& h) {
       break;
     case proto::Status::not_initialized:
       op.not_initialized_seen = true;
+      if (op.kind == OpKind::pull) pull_retries_.emplace_back(now_ns() + kPullRetryNs, c);
       break;
     case proto::Status::ok:
     case proto::Status::epoch_mismatch:  // handled before (on_epoch_mismatch)
+      break;
+    case proto::Status::draining:
+      fail_op(slot, Error{PHUB_ERR_DRAINED, chunk + ": the server starts no new round of job " +
+                                                std::to_string(opt_.job_id) +
+                                                ": the operator drained it (phub-ctl drain) or a reload removes it"});
       break;
     case proto::Status::round_ahead:
     case proto::Status::round_behind:

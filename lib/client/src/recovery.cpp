@@ -170,6 +170,20 @@ void Client::resend_missing(uint32_t c, proto::Opcode opc, bool payload, uint32_
   transmitted(c, now, mark);
 }
 
+void Client::retry_pulls(uint64_t now) {
+  size_t kept = 0;
+  for (const auto& [when, c] : pull_retries_) {
+    const ChunkState& cs = chunks_[c];
+    if (cs.op == kNone || ops_[cs.op].kind != OpKind::pull || cs.missing != plan_->segments(c)) continue;  // answered
+    if (when > now || !make_room(1)) {
+      pull_retries_[kept++] = {when, c};
+      continue;
+    }
+    enqueue(proto::Opcode::pull, c, cs.round, kWholeChunk, false, true, nullptr);
+  }
+  pull_retries_.resize(kept);
+}
+
 void Client::rerequest_missing(uint32_t c) {
   // Header-only: the server answers for the segments it completed and ignores the others.
   ChunkState& cs = chunks_[c];

@@ -101,6 +101,7 @@ Port convert_port(const Value& v, const std::string& path, Errors& errors) {
   r.integer("rx_desc", p.rx_desc, 32, 32768);
   r.integer("tx_desc", p.tx_desc, 32, 32768);
   r.choice<Steering>("steering", p.steering, kSteering);
+  r.boolean("tx_copy", p.tx_copy);
   return p;
 }
 
@@ -133,8 +134,8 @@ void convert_polling(Record& r, Polling& p) {
 
 void convert_timeouts(Record& r, Timeouts& t) {
   r.integer("round_stall_ms", t.round_stall_ms, 1, kMaxMs);
-  r.integer("arp_refresh_ms", t.arp_refresh_ms, 1000, kMaxMs);
   r.integer("drain_ms", t.drain_ms, 0, 600'000);
+  r.integer("secret_overlap_ms", t.secret_overlap_ms, 0, kMaxMs);
 }
 
 void convert_limits(Record& r, Limits& l) {
@@ -148,7 +149,6 @@ void convert_limits(Record& r, Limits& l) {
   } else {
     r.errors().add(r.path("ring_entries"), std::to_string(ring) + " is not a power of two");
   }
-  r.integer("max_rounds_ahead", l.max_rounds_ahead, 0, 64);
 }
 
 void convert_control(Record& r, Control& c) {

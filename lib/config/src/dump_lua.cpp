@@ -91,6 +91,7 @@ void dump_port(Writer& w, const Port& p) {
   w.field("rx_desc", p.rx_desc);
   w.field("tx_desc", p.tx_desc);
   w.text("steering", steering_name(p.steering));
+  w.field("tx_copy", std::string(p.tx_copy ? "true" : "false"));
   w.close();
 }
 
@@ -178,13 +179,12 @@ std::string dump_lua(const Config& c) {
   w.close();
   w.text("rack", c.rack);
   w.integers("timeouts", {{"round_stall_ms", c.timeouts.round_stall_ms},
-                          {"arp_refresh_ms", c.timeouts.arp_refresh_ms},
-                          {"drain_ms", c.timeouts.drain_ms}});
+                          {"drain_ms", c.timeouts.drain_ms},
+                          {"secret_overlap_ms", c.timeouts.secret_overlap_ms}});
   w.integers("limits", {{"memory_bytes", c.limits.memory_bytes},
                         {"max_jobs", c.limits.max_jobs},
                         {"mbufs", c.limits.mbufs},
-                        {"ring_entries", c.limits.ring_entries},
-                        {"max_rounds_ahead", c.limits.max_rounds_ahead}});
+                        {"ring_entries", c.limits.ring_entries}});
   w.open("control");
   w.text("socket_path", c.control.socket_path);
   w.field("stats_interval_ms", c.control.stats_interval_ms);

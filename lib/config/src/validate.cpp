@@ -129,7 +129,8 @@ void check_jobs(const Config& c, Errors& errors) {
   unique(c.jobs, "jobs", "name", [](const Job& j) { return j.name; }, [](const Job& j) { return str(j.name); },
          errors);
   const uint32_t nlcores = static_cast<uint32_t>(std::max<size_t>(c.lcores.size(), 1));
-  const uint32_t min_modulus = 2 * (c.limits.max_rounds_ahead + 1);
+  // The server tells the previous, the current and a later round apart by their distance modulo this.
+  constexpr uint32_t min_modulus = 4;
   for (size_t i = 0; i < c.jobs.size(); ++i) {
     const Job& j = c.jobs[i];
     std::string path = index_path("jobs", i + 1);
@@ -155,7 +156,7 @@ void check_jobs(const Config& c, Errors& errors) {
     }
     if (j.round_modulus != 0 && j.round_modulus < min_modulus) {
       errors.add(path + ".round_modulus", std::to_string(j.round_modulus) + " must be 0 or at least " +
-                                              std::to_string(min_modulus) + " (2 * (limits.max_rounds_ahead + 1))");
+                                              std::to_string(min_modulus));
     }
     if (j.mode != JobMode::ps && !(j.optimizer == Optimizer{})) {
       errors.add(path + ".optimizer", "only allowed in ps mode (mode is \"allreduce\")");

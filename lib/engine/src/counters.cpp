@@ -1,38 +1,55 @@
-// Names of the drop counters.
+// Names of the drop reasons, and sums of counter blocks (see counters.hpp).
 #include "phub/engine/counters.hpp"
 
+#include <algorithm>
+
 namespace phub::engine {
+namespace {
+
+struct DropInfo {
+  std::string_view name, help;
+};
+constexpr DropInfo kDrops[] = {
+#define PHUB_X(name, help) {#name, help},
+    PHUB_DROPS(PHUB_X)
+#undef PHUB_X
+};
+
+template <size_t N>
+void add_array(std::array<uint64_t, N>& into, const std::array<uint64_t, N>& from) noexcept {
+  for (size_t i = 0; i < N; ++i) into[i] += load(from[i]);
+}
+
+}  // namespace
 
 std::string_view drop_name(Drop d) noexcept {
-  switch (d) {
-    case Drop::not_for_us: return "not_for_us";
-    case Drop::rx_scattered: return "rx_scattered";
-    case Drop::udp_checksum_bad: return "udp_checksum_bad";
-    case Drop::non_ip: return "non_ip";
-    case Drop::ip_other_protocol: return "ip_other_protocol";
-    case Drop::unknown_port: return "unknown_port";
-    case Drop::unknown_job: return "unknown_job";
-    case Drop::job_port_mismatch: return "job_port_mismatch";
-    case Drop::bad_tag: return "bad_tag";
-    case Drop::bad_rank: return "bad_rank";
-    case Drop::source_not_allowed: return "source_not_allowed";
-    case Drop::rate_limited: return "rate_limited";
-    case Drop::bad_chunk: return "bad_chunk";
-    case Drop::wrong_owner: return "wrong_owner";
-    case Drop::bad_segment: return "bad_segment";
-    case Drop::dtype_mismatch: return "dtype_mismatch";
-    case Drop::round_ahead: return "round_ahead";
-    case Drop::round_behind: return "round_behind";
-    case Drop::not_initialized: return "not_initialized";
-    case Drop::bad_request: return "bad_request";
-    case Drop::unexpected_opcode: return "unexpected_opcode";
-    case Drop::ring_full: return "ring_full";
-    case Drop::tx_full: return "tx_full";
-    case Drop::no_mbuf: return "no_mbuf";
-    case Drop::epoch_mismatch: return "epoch_mismatch";
-    case Drop::count_: break;
+  const auto i = static_cast<size_t>(d);
+  return i < kDropCount ? kDrops[i].name : "unknown";
+}
+
+std::string_view drop_help(Drop d) noexcept {
+  const auto i = static_cast<size_t>(d);
+  return i < kDropCount ? kDrops[i].help : "";
+}
+
+void accumulate(LcoreCounters& into, const LcoreCounters& from) noexcept {
+  for (const auto& f : kLcoreFields) {
+    const uint64_t v = load(from.*f.member);
+    into.*f.member = f.member == &LcoreCounters::max_gap_tsc ? std::max(into.*f.member, v) : into.*f.member + v;
   }
-  return "unknown";
+  add_array(into.drops, from.drops);
+  add_array(into.malformed, from.malformed);
+}
+
+void accumulate(JobCounters& into, const JobCounters& from) noexcept {
+  for (const auto& f : kJobFields) into.*f.member += load(from.*f.member);
+  add_array(into.drops, from.drops);
+  add_array(into.round_latency, from.round_latency);
+}
+
+size_t latency_bucket(uint64_t us) noexcept {
+  return static_cast<size_t>(std::lower_bound(kLatencyBoundsUs.begin(), kLatencyBoundsUs.end(), us) -
+                             kLatencyBoundsUs.begin());
 }
 
 }  // namespace phub::engine

@@ -1,4 +1,4 @@
-// Engine set-up (pools, ports, admission, steering, rings, RCU, lcores), launch, stop and counters.
+// Engine set-up (pools, ports, admission, steering, rings, RCU, lcores), launch and stop.
 #include "phub/engine/engine.hpp"
 
 #include <rte_cycles.h>
@@ -9,8 +9,8 @@
 #include <rte_mempool.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <sstream>
+
+#include "admission.hpp"
 
 namespace phub::engine {
 namespace {
@@ -20,6 +20,12 @@ int lcore_main(void* arg) { return static_cast<Lcore*>(arg)->run(); }
 std::string ipv4_text(uint32_t a) {
   return std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 0xff) + "." + std::to_string((a >> 8) & 0xff) +
          "." + std::to_string(a & 0xff);
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+  return out;
 }
 
 }  // namespace
@@ -41,30 +47,20 @@ Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Conf
     }
   }
   // Admission first: a job over its quota or the server's memory is refused before any device is touched.
-  auto snap = std::make_unique<Snapshot>();
-  if (auto r = e->plan_jobs(*snap, cfg); !r) return unexpected(r.error());
+  auto plans = plan_jobs(cfg, *e->kernels_);
+  if (!plans) return unexpected(joined(plans.error()));
   if (auto r = e->open_ports(cfg); !r) return unexpected(r.error());
-  if (auto r = e->allocate_jobs(*snap, cfg); !r) return unexpected(r.error());
-  snap->config = std::make_shared<const config::Config>(cfg);
-  snap->tsc_hz = rte_get_tsc_hz();
-  snap->round_stall_tsc = snap->tsc_hz / 1000 * cfg.timeouts.round_stall_ms;
-  snap->port_index.fill(0xffff);
-  const bool force_copy = std::getenv("PHUB_TX_COPY") != nullptr;
-  for (size_t i = 0; i < e->ports_.size(); ++i) {
-    const auto& port = *e->ports_[i];
-    PortInfo pi;
-    pi.name = cfg.ports[i].name;
-    pi.port_id = port.id();
-    pi.ipv4 = cfg.ports[i].ipv4.addr;
-    pi.mac = port.mac();
-    pi.mtu = cfg.ports[i].mtu;
-    pi.zero_copy_tx = port.tx_multi_seg() && !force_copy;
-    snap->port_index[port.id()] = static_cast<uint16_t>(i);
-    snap->ports.push_back(pi);
+  auto shared_cfg = std::make_shared<const config::Config>(cfg);
+  std::vector<std::shared_ptr<JobRuntime>> runtimes;
+  for (const auto& plan : *plans) {
+    auto rt = e->make_runtime(*plan, cfg);
+    if (!rt) return unexpected(rt.error());
+    runtimes.push_back(std::move(*rt));
   }
-  e->install_steering(cfg, *snap);
-  e->owned_snapshot_ = std::move(snap);
-  e->snapshot_.store(e->owned_snapshot_.get());
+  auto snap = e->build_snapshot(shared_cfg, std::move(*plans), std::move(runtimes));
+  if (auto r = e->install_steering(*snap); !r) return unexpected(r.error());
+  e->current_ = snap;
+  e->published_.store(snap.get());
   if (auto r = e->build_lcores(cfg); !r) return unexpected(r.error());
   return e;
 }
@@ -108,138 +104,13 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
     rx_pools_.push_back(std::move(*pool));
     auto port = drivers::EthPort::open(spec);
     if (!port) return unexpected("ports[" + std::to_string(i + 1) + "] (" + pc.name + "): " + port.error());
-    need_copy = need_copy || !port->tx_multi_seg() || std::getenv("PHUB_TX_COPY") != nullptr;
+    need_copy = need_copy || !port->tx_multi_seg() || pc.tx_copy;
     ports_.push_back(std::make_unique<drivers::EthPort>(std::move(*port)));
   }
   if (need_copy) {
     auto copy = drivers::Mempool::create("phub_copy", mbufs, room, socket);
     if (!copy) return unexpected(copy.error());
     copy_pool_ = std::move(*copy);
-  }
-  return {};
-}
-
-Expected<void, std::string> Engine::plan_jobs(Snapshot& s, const config::Config& cfg) {
-  const auto nl = static_cast<uint16_t>(cfg.lcores.size());
-  uint16_t mtu = UINT16_MAX;
-  for (const auto& p : cfg.ports) mtu = std::min(mtu, p.mtu);
-  uint64_t total = 0;
-  for (size_t j = 0; j < cfg.jobs.size(); ++j) {
-    auto plan = plan_job(cfg.jobs[j], nl, mtu, *kernels_);
-    if (!plan) return unexpected(plan.error());
-    plan->index = static_cast<uint32_t>(j);
-    total += plan->memory.total();
-    if (total > cfg.limits.memory_bytes) {
-      return unexpected("job '" + cfg.jobs[j].name + "' (id " + std::to_string(cfg.jobs[j].id) +
-                        ") refused: it needs " + plan->memory.describe() + " and the server's memory limit of " +
-                        std::to_string(cfg.limits.memory_bytes) + " bytes (limits.memory_bytes) would be exceeded");
-    }
-    for (uint16_t i = 0; i < nl; ++i) {
-      const uint32_t port = cfg.jobs[j].port_base + i;
-      if (port > UINT16_MAX || s.port_to_job[port] != 0) {
-        return unexpected("job '" + cfg.jobs[j].name + "': UDP port " + std::to_string(port) + " is not available");
-      }
-      s.port_to_job[port] = static_cast<uint16_t>(j + 1);
-    }
-    s.jobs.push_back(std::make_shared<const JobPlan>(std::move(*plan)));
-  }
-  return {};
-}
-
-Expected<void, std::string> Engine::allocate_jobs(Snapshot& s, const config::Config& cfg) {
-  const auto nl = static_cast<uint16_t>(cfg.lcores.size());
-  lcore_jobs_.clear();
-  lcore_jobs_.resize(nl);
-  s.lcore_jobs.assign(nl, {});
-  for (const auto& plan : s.jobs) {
-    for (uint16_t i = 0; i < nl; ++i) {
-      const int socket = static_cast<int>(rte_lcore_to_socket_id(cfg.lcores[i].id));
-      auto lj = LcoreJob::create(*plan, i, socket);
-      if (!lj) return unexpected(lj.error());
-      s.lcore_jobs[i].push_back(lj->get());
-      lcore_jobs_[i].push_back(std::move(*lj));
-    }
-  }
-  return {};
-}
-
-void Engine::install_steering(const config::Config& cfg, const Snapshot& s) {
-  const auto nl = static_cast<uint16_t>(cfg.lcores.size());
-  for (size_t p = 0; p < ports_.size(); ++p) {
-    auto& port = *ports_[p];
-    std::string line = "port " + cfg.ports[p].name + " steering: ";
-    if (nl == 1) {
-      steering_lines_.push_back(line + "one lcore, nothing to steer");
-      continue;
-    }
-    if (cfg.ports[p].steering == config::Steering::ring) {
-      steering_lines_.push_back(line + "ring hand-off (configured)");
-      continue;
-    }
-    std::string failure;
-    unsigned rules = 0;
-    for (const auto& plan : s.jobs) {
-      for (uint16_t i = 0; i < nl && failure.empty(); ++i) {
-        auto r = port.steer_udp_port(s.ports[p].ipv4, static_cast<uint16_t>(plan->cfg.port_base + i), i);
-        if (r) {
-          ++rules;
-        } else {
-          failure = r.error();
-        }
-      }
-    }
-    if (failure.empty()) {
-      steering_lines_.push_back(line + "rte_flow, " + std::to_string(rules) + " rules");
-    } else {
-      port.flush_flows();
-      steering_lines_.push_back(line + "ring hand-off (" + failure + ")");
-    }
-  }
-}
-
-Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
-  const auto nl = static_cast<uint16_t>(cfg.lcores.size());
-  rings_.assign(nl, std::vector<rte_ring*>(nl, nullptr));
-  for (uint16_t src = 0; src < nl; ++src) {
-    for (uint16_t dst = 0; dst < nl; ++dst) {
-      if (src == dst) continue;
-      const std::string name = "phub_h" + std::to_string(src) + "_" + std::to_string(dst);
-      rings_[src][dst] = rte_ring_create(name.c_str(), cfg.limits.ring_entries,
-                                         static_cast<int>(rte_lcore_to_socket_id(cfg.lcores[dst].id)),
-                                         RING_F_SP_ENQ | RING_F_SC_DEQ);
-      if (rings_[src][dst] == nullptr) return unexpected("hand-off ring " + name + ": " + rte_strerror(rte_errno));
-    }
-  }
-  const size_t qsbr_bytes = rte_rcu_qsbr_get_memsize(nl);
-  qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("phub_qsbr", qsbr_bytes, RTE_CACHE_LINE_SIZE));
-  if (qsbr_ == nullptr || rte_rcu_qsbr_init(qsbr_, nl) != 0) return unexpected(std::string("RCU: cannot allocate"));
-
-  std::vector<const drivers::EthPort*> ports;
-  for (const auto& p : ports_) ports.push_back(p.get());
-  for (uint16_t i = 0; i < nl; ++i) {
-    LcoreResources r;
-    r.index = i;
-    r.lcore_id = cfg.lcores[i].id;
-    for (uint16_t p = 0; p < cfg.ports.size(); ++p) {
-      const auto& names = cfg.lcores[i].ports;
-      if (names.empty() || std::find(names.begin(), names.end(), cfg.ports[p].name) != names.end()) {
-        r.rx_ports.push_back(p);
-      }
-    }
-    r.ports = ports;
-    r.hdr_pool = hdr_pool_.get();
-    r.ext_pool = ext_pool_.get();
-    r.copy_pool = copy_pool_.get() != nullptr ? copy_pool_.get() : rx_pools_[0].get();
-    for (uint16_t src = 0; src < nl; ++src) {
-      if (src != i) r.inbox.push_back(rings_[src][i]);
-    }
-    r.outbox = rings_[i];
-    r.snapshot = &snapshot_;
-    r.qsbr = qsbr_;
-    r.stop = &stop_;
-    r.idle_polls_before_sleep = cfg.polling.idle_polls_before_sleep;
-    r.idle_sleep_us = cfg.polling.idle_sleep_us;
-    lcores_.push_back(std::make_unique<Lcore>(std::move(r)));
   }
   return {};
 }
@@ -270,6 +141,8 @@ Engine::~Engine() {
   for (auto& row : rings_) {
     for (rte_ring* r : row) rte_ring_free(r);
   }
+  for (rte_ring* r : requests_) rte_ring_free(r);
+  for (rte_ring* r : responses_) rte_ring_free(r);
   rte_free(qsbr_);
 }
 
@@ -294,113 +167,6 @@ std::vector<std::string> Engine::startup_lines() const {
   }
   for (const auto& l : lcores_) out.push_back(l->describe(s));
   return out;
-}
-
-Totals Engine::totals() const {
-  Totals t;
-  t.jobs.resize(snapshot().jobs.size());
-  for (const auto& l : lcores_) {
-    const LcoreCounters& c = l->counters();
-    t.lcores.rx_packets += c.rx_packets;
-    t.lcores.rx_bytes += c.rx_bytes;
-    t.lcores.tx_packets += c.tx_packets;
-    t.lcores.tx_bytes += c.tx_bytes;
-    t.lcores.arp_replies += c.arp_replies;
-    t.lcores.icmp_replies += c.icmp_replies;
-    t.lcores.redirected_out += c.redirected_out;
-    t.lcores.redirected_in += c.redirected_in;
-    t.lcores.results_copied += c.results_copied;
-    t.lcores.idle_sleeps += c.idle_sleeps;
-    t.lcores.loops += c.loops;
-    t.lcores.busy_loops += c.busy_loops;
-    t.lcores.busy_tsc += c.busy_tsc;
-    t.lcores.total_tsc += c.total_tsc;
-    for (size_t d = 0; d < kDropCount; ++d) t.lcores.drops[d] += c.drops[d];
-    for (size_t d = 0; d < proto::kParseErrorCount; ++d) t.lcores.malformed[d] += c.malformed[d];
-  }
-  for (const auto& row : lcore_jobs_) {
-    for (size_t j = 0; j < row.size(); ++j) {
-      const JobCounters& c = row[j]->counters;
-      JobCounters& o = t.jobs[j];
-      o.pushes += c.pushes;
-      o.push_payload_bytes += c.push_payload_bytes;
-      o.duplicates += c.duplicates;
-      o.retransmits_seen += c.retransmits_seen;
-      o.segments_completed += c.segments_completed;
-      o.rounds_completed += c.rounds_completed;
-      o.results_sent += c.results_sent;
-      o.results_resent += c.results_resent;
-      o.rerequests += c.rerequests;
-      o.errors_sent += c.errors_sent;
-      o.stalls_reported += c.stalls_reported;
-      o.results_reused_busy += c.results_reused_busy;
-      o.inits += c.inits;
-      o.pulls += c.pulls;
-      o.joins += c.joins;
-      o.epochs_started += c.epochs_started;
-      o.leaves += c.leaves;
-    }
-  }
-  return t;
-}
-
-std::string Engine::format_counters() const {
-  const Totals t = totals();
-  const Snapshot& s = snapshot();
-  std::ostringstream o;
-  for (const auto& l : lcores_) {
-    const LcoreCounters& c = l->counters();
-    o << "lcore " << l->resources().lcore_id << ": rx_packets " << c.rx_packets << " rx_bytes " << c.rx_bytes
-      << " tx_packets " << c.tx_packets << " tx_bytes " << c.tx_bytes << " redirected_out " << c.redirected_out
-      << " redirected_in " << c.redirected_in << " arp_replies " << c.arp_replies << " icmp_replies "
-      << c.icmp_replies << " results_copied " << c.results_copied << " idle_sleeps " << c.idle_sleeps
-      << " loops " << c.loops << " busy_loops " << c.busy_loops << " busy_cycles " << c.busy_tsc
-      << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0) << "\n";
-  }
-  for (size_t j = 0; j < t.jobs.size(); ++j) {
-    const JobCounters& c = t.jobs[j];
-    o << "job " << s.jobs[j]->cfg.name << ": pushes " << c.pushes << " push_payload_bytes " << c.push_payload_bytes
-      << " segments_completed " << c.segments_completed << " rounds_completed " << c.rounds_completed
-      << " results_sent " << c.results_sent << " results_resent " << c.results_resent << " duplicates "
-      << c.duplicates << " retransmits_seen " << c.retransmits_seen << " rerequests " << c.rerequests << " inits "
-      << c.inits << " pulls " << c.pulls << " errors_sent " << c.errors_sent << " stalls_reported "
-      << c.stalls_reported << " results_reused_busy " << c.results_reused_busy << " joins " << c.joins << " epochs_started "
-      << c.epochs_started << "\n";
-  }
-  o << "drops:";
-  bool any = false;
-  for (size_t d = 0; d < kDropCount; ++d) {
-    if (t.lcores.drops[d] == 0) continue;
-    o << " " << drop_name(static_cast<Drop>(d)) << " " << t.lcores.drops[d];
-    any = true;
-  }
-  for (size_t d = 0; d < proto::kParseErrorCount; ++d) {
-    if (t.lcores.malformed[d] == 0) continue;
-    o << " malformed_" << proto::parse_error_name(static_cast<proto::ParseError>(d)) << " " << t.lcores.malformed[d];
-    any = true;
-  }
-  o << (any ? "\n" : " none\n");
-  for (size_t p = 0; p < ports_.size(); ++p) {
-    const auto st = ports_[p]->stats();
-    o << "port " << s.ports[p].name << ": rx_packets " << st.rx_packets << " rx_missed " << st.rx_missed
-      << " rx_nombuf " << st.rx_nombuf << " rx_errors " << st.rx_errors << " tx_packets " << st.tx_packets
-      << " tx_errors " << st.tx_errors << "\n";
-  }
-  return o.str();
-}
-
-unsigned Engine::transmit_mbufs_in_use() const {
-  unsigned n = 0;
-  for (const auto* pool : {&hdr_pool_, &ext_pool_, &copy_pool_}) {
-    if (pool->get() != nullptr) n += rte_mempool_in_use_count(pool->get());
-  }
-  return n;
-}
-
-uint64_t Engine::job_allocated_bytes(size_t job_index) const {
-  uint64_t total = 0;
-  for (const auto& row : lcore_jobs_) total += row[job_index]->allocated_bytes;
-  return total;
 }
 
 }  // namespace phub::engine

@@ -37,99 +37,156 @@ std::string Lcore::describe(const Snapshot& s) const {
 }
 
 int Lcore::run() noexcept {
-  constexpr uint16_t kBurst = kMaxBurst;
-  rte_mbuf* pkts[kBurst];
   Rx rx;
-  const uint64_t hz = rte_get_tsc_hz();
-  const uint64_t timer_period = hz / 1000;        // 1 ms
-  const uint64_t drain_period = hz / 1'000'000 * kTxDrainUs;
-  uint64_t next_timer = rte_rdtsc() + timer_period;
-  uint64_t last_drain = 0;
-  uint32_t idle_polls = 0;
-
+  hz_ = rte_get_tsc_hz();
   // Idle sleeps are short (tens of microseconds): without this the kernel's default 50 us timer slack
   // would double them and delay the first packet after a pause.
   if (r_.idle_polls_before_sleep != 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   (void)rte_rcu_qsbr_thread_register(r_.qsbr, r_.index);
   rte_rcu_qsbr_thread_online(r_.qsbr, r_.index);
 
-  uint64_t now = rte_rdtsc();
-  const uint64_t started = now;
+  const uint64_t started = rte_rdtsc();
+  now_tsc_ = started;
+  next_timer_ = started + hz_ / 1000;
+  last_quiescent_ = started;
   while (!r_.stop->load(std::memory_order_relaxed)) {
-    // One TSC read per iteration: an iteration starts where the previous one read the clock.
-    const uint64_t iteration_start = now;
-    now_tsc_ = iteration_start;
+    // One TSC read per iteration: an iteration starts where the previous one read the clock (now_tsc_).
+    const uint64_t iteration_start = now_tsc_;
     snap_ = r_.snapshot->load(std::memory_order_acquire);
     const Snapshot& s = *snap_;
-    uint32_t work = 0;
-
-    for (uint16_t p : r_.rx_ports) {
-      const uint16_t n = r_.ports[p]->rx(r_.index, pkts, kBurst);
-      work += n;
-      counters_.rx_packets += n;
-      constexpr uint16_t kPrefetchAhead = 4;
-      for (uint16_t i = 0; i < std::min(n, kPrefetchAhead); ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
-      for (uint16_t i = 0; i < n; ++i) {
-        if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
-        counters_.rx_bytes += pkts[i]->pkt_len;
-        handle_frame(rx, pkts[i], p, s, false);
-      }
-      release_consumed();
-    }
-    for (rte_ring* ring : r_.inbox) {
-      const unsigned n = rte_ring_sc_dequeue_burst(ring, reinterpret_cast<void**>(pkts), kBurst, nullptr);
-      work += n;
-      counters_.redirected_in += n;
-      for (unsigned i = 0; i < n; ++i) {
-        const uint16_t port = pkts[i]->port < RTE_MAX_ETHPORTS ? s.port_index[pkts[i]->port] : 0xffff;
-        handle_frame(rx, pkts[i], port, s, true);
-      }
-      release_consumed();
-    }
-    // Like l3fwd: full bursts go out as they fill (TxBuffer::add); the rest on a TSC deadline, or at
-    // once when this iteration found nothing to do. Fewer, larger bursts matter on PMDs whose TX is a
-    // system call (af_packet).
-    now = rte_rdtsc();
-    if (work == 0 || now - last_drain >= drain_period) {
-      for (auto& t : tx_) t.flush(counters_);
-      last_drain = now;
-    }
-    if (now >= next_timer) {
-      scan_stalls(s, now);
-      next_timer = now + timer_period;
-    }
-    ++counters_.loops;
+    const uint32_t work = poll_rx(rx, s) + poll_inbox(rx, s);
+    now_tsc_ = rte_rdtsc();
+    drain_tx(work);
+    tick(s);
+    bump(counters_.loops);
     if (work != 0) {
-      ++counters_.busy_loops;
-      counters_.busy_tsc += now - iteration_start;
+      bump(counters_.busy_loops);
+      bump(counters_.busy_tsc, now_tsc_ - iteration_start);
     }
-    counters_.total_tsc = now - started;
-    rte_rcu_qsbr_quiescent(r_.qsbr, r_.index);
-
-    if (work != 0) {
-      idle_polls = 0;
-    } else if (r_.idle_polls_before_sleep != 0 && ++idle_polls >= r_.idle_polls_before_sleep) {
-      bool pending = false;
-      for (const auto& t : tx_) pending = pending || t.pending() != 0;
-      if (!pending) {
-        rte_rcu_qsbr_thread_offline(r_.qsbr, r_.index);
-        rte_delay_us_sleep(r_.idle_sleep_us);
-        rte_rcu_qsbr_thread_online(r_.qsbr, r_.index);
-        ++counters_.idle_sleeps;
-        now = rte_rdtsc();
-      }
-      idle_polls = 0;
-    }
+    __atomic_store_n(&counters_.total_tsc, now_tsc_ - started, __ATOMIC_RELAXED);
+    quiescent();
+    idle(work);
   }
 
+  // A clean stop sends what is queued (up to timeouts.drain_ms), then drops the rest.
+  const Snapshot& last = *r_.snapshot->load(std::memory_order_acquire);
+  const uint64_t drain_until = rte_rdtsc() + hz_ / 1000 * last.config->timeouts.drain_ms;
+  for (bool pending = true; pending && rte_rdtsc() < drain_until;) {
+    pending = false;
+    for (auto& t : tx_) {
+      t.flush(counters_);
+      pending = pending || t.pending() != 0;
+    }
+  }
   for (auto& t : tx_) t.discard();
   for (rte_ring* ring : r_.inbox) {
     void* m = nullptr;
     while (rte_ring_sc_dequeue(ring, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
   }
+  serve_requests(last);  // nothing is left waiting for an answer
   rte_rcu_qsbr_thread_offline(r_.qsbr, r_.index);
   (void)rte_rcu_qsbr_thread_unregister(r_.qsbr, r_.index);
   return 0;
+}
+
+uint32_t Lcore::poll_rx(Rx& rx, const Snapshot& s) noexcept {
+  constexpr uint16_t kPrefetchAhead = 4;
+  uint32_t work = 0;
+  for (uint16_t p : r_.rx_ports) {
+    const uint16_t n = r_.ports[p]->rx(r_.index, burst_, kMaxBurst);
+    work += n;
+    bump(counters_.rx_packets, n);
+    for (uint16_t i = 0; i < std::min(n, kPrefetchAhead); ++i) rte_prefetch0(rte_pktmbuf_mtod(burst_[i], void*));
+    for (uint16_t i = 0; i < n; ++i) {
+      if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(burst_[i + kPrefetchAhead], void*));
+      bump(counters_.rx_bytes, burst_[i]->pkt_len);
+      handle_frame(rx, burst_[i], p, s, false);
+    }
+    release_consumed();
+  }
+  return work;
+}
+
+uint32_t Lcore::poll_inbox(Rx& rx, const Snapshot& s) noexcept {
+  uint32_t work = 0;
+  for (rte_ring* ring : r_.inbox) {
+    const unsigned n = rte_ring_sc_dequeue_burst(ring, reinterpret_cast<void**>(burst_), kMaxBurst, nullptr);
+    work += n;
+    bump(counters_.redirected_in, n);
+    for (unsigned i = 0; i < n; ++i) {
+      const uint16_t port = burst_[i]->port < RTE_MAX_ETHPORTS ? s.port_index[burst_[i]->port] : 0xffff;
+      handle_frame(rx, burst_[i], port, s, true);
+    }
+    release_consumed();
+  }
+  return work;
+}
+
+void Lcore::drain_tx(uint32_t work) noexcept {
+  // Like l3fwd: full bursts go out as they fill (TxBuffer::add); the rest on a TSC deadline, or at once
+  // when this iteration found nothing to do. Fewer, larger bursts matter on PMDs whose TX is a system
+  // call (af_packet).
+  if (work == 0 || now_tsc_ - last_drain_ >= hz_ / 1'000'000 * kTxDrainUs) {
+    for (auto& t : tx_) t.flush(counters_);
+    last_drain_ = now_tsc_;
+  }
+}
+
+void Lcore::tick(const Snapshot& s) noexcept {
+  if (now_tsc_ < next_timer_) return;
+  next_timer_ = now_tsc_ + hz_ / 1000;  // 1 ms
+  scan_stalls(s, now_tsc_);
+  serve_requests(s);
+}
+
+void Lcore::quiescent() noexcept {
+  set_max(counters_.max_gap_tsc, now_tsc_ - last_quiescent_);
+  last_quiescent_ = now_tsc_;
+  rte_rcu_qsbr_quiescent(r_.qsbr, r_.index);
+}
+
+void Lcore::idle(uint32_t work) noexcept {
+  if (work != 0) {
+    idle_polls_ = 0;
+    return;
+  }
+  if (r_.idle_polls_before_sleep == 0 || ++idle_polls_ < r_.idle_polls_before_sleep) return;
+  idle_polls_ = 0;
+  for (const auto& t : tx_) {
+    if (t.pending() != 0) return;
+  }
+  // Offline while asleep: the control thread's grace periods do not wait for a sleeping lcore.
+  rte_rcu_qsbr_thread_offline(r_.qsbr, r_.index);
+  rte_delay_us_sleep(r_.idle_sleep_us);
+  rte_rcu_qsbr_thread_online(r_.qsbr, r_.index);
+  bump(counters_.idle_sleeps);
+  now_tsc_ = rte_rdtsc();
+  last_quiescent_ = now_tsc_;
+}
+
+void Lcore::serve_requests(const Snapshot& s) noexcept {
+  void* item = nullptr;
+  while (rte_ring_sc_dequeue(r_.requests, &item) == 0) {
+    auto* req = static_cast<Request*>(item);
+    const int j = s.job_by_id(req->job_id);
+    req->found = j >= 0;
+    if (j >= 0) {
+      LcoreJob& lj = *s.lcore_jobs[r_.index][static_cast<size_t>(j)];
+      switch (req->kind) {
+        case RequestKind::drain:
+          __atomic_store_n(&lj.draining, true, __ATOMIC_RELAXED);
+          break;
+        case RequestKind::reset:
+          start_epoch(*s.jobs[static_cast<size_t>(j)], lj, static_cast<uint16_t>(lj.epoch + 1), false);
+          __atomic_store_n(&lj.draining, false, __ATOMIC_RELAXED);
+          bump(lj.counters.resets);
+          break;
+      }
+    }
+    bump(counters_.requests);
+    // The response ring holds as many entries as the request ring: this cannot fail.
+    (void)rte_ring_sp_enqueue(r_.responses, req);
+  }
 }
 
 void Lcore::scan_stalls(const Snapshot& s, uint64_t now) noexcept {
@@ -145,7 +202,7 @@ void Lcore::scan_stalls(const Snapshot& s, uint64_t now) noexcept {
       if (c.first_tsc == 0 || now - c.first_tsc < s.round_stall_tsc) continue;
       if (c.stall_reported_tsc != 0 && now - c.stall_reported_tsc < s.round_stall_tsc) continue;
       c.stall_reported_tsc = now;
-      ++lj.counters.stalls_reported;
+      bump(lj.counters.stalls_reported);
       const uint16_t missing = first_missing_rank(plan.math, c);
       for (uint16_t rank = 0; rank < plan.math.workers; ++rank) {
         bool any = false;

@@ -3,7 +3,7 @@
 
 #include <rte_ring.h>
 
-#include "phub/engine/job.hpp"
+#include "phub/engine/lcore_job.hpp"
 
 namespace phub::engine {
 namespace {

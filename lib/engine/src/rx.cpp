@@ -58,7 +58,7 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
     rte_pktmbuf_free(m);
   };
   auto malformed = [&](proto::ParseError e) {
-    ++counters_.malformed[static_cast<size_t>(e)];
+    bump(counters_.malformed[static_cast<size_t>(e)]);
     rte_pktmbuf_free(m);
   };
 
@@ -89,7 +89,7 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
     if (from_ring || owner >= r_.outbox.size() || r_.outbox[owner] == nullptr) return drop(Drop::wrong_owner);
     m->port = pi.port_id;  // some PMDs (net_ring) leave the sender's port id here
     if (rte_ring_sp_enqueue(r_.outbox[owner], m) != 0) return drop(Drop::ring_full);
-    ++counters_.redirected_out;
+    bump(counters_.redirected_out);
     return;
   }
   handle_phub(m, rx, s, static_cast<uint16_t>(job - 1));
@@ -98,7 +98,7 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
 void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
   auto arp = proto::parse_arp(rx.frame, rx.l2);
   if (!arp) {
-    ++counters_.malformed[static_cast<size_t>(arp.error())];
+    bump(counters_.malformed[static_cast<size_t>(arp.error())]);
     return;
   }
   const PortInfo& pi = s.ports[rx.port];
@@ -108,31 +108,33 @@ void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
   auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(r, 60));  // minimum Ethernet frame
   std::memset(p, 0, 60);
   (void)proto::build_arp_reply(*arp, pi.mac, pi.ipv4, std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
-  ++counters_.arp_replies;
+  bump(counters_.arp_replies);
   tx_[rx.port].add(r, counters_);
 }
 
 void Lcore::handle_icmp(rte_mbuf* m, Rx& rx) noexcept {
   auto echo = proto::parse_icmp_echo_request(rx.frame, rx.ip);
   if (!echo) {
-    ++counters_.malformed[static_cast<size_t>(echo.error())];
+    bump(counters_.malformed[static_cast<size_t>(echo.error())]);
     rte_pktmbuf_free(m);
     return;
   }
   proto::icmp_echo_reply_in_place(rx.frame, rx.l2, rx.ip, *echo);
   m->ol_flags = 0;
-  ++counters_.icmp_replies;
+  bump(counters_.icmp_replies);
   tx_[rx.port].add(m, counters_);
 }
 
 void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept {
+  // From here on the UDP port names the job: drops are counted against it.
+  LcoreJob& lj = *s.lcore_jobs[r_.index][job_index];
   auto drop = [&](Drop d) {
-    count_drop(d);
+    count_drop(lj, d);
     rte_pktmbuf_free(m);
   };
   rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
   if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) {
-    ++counters_.malformed[static_cast<size_t>(*e)];
+    bump(counters_.malformed[static_cast<size_t>(*e)]);
     rte_pktmbuf_free(m);
     return;
   }
@@ -140,7 +142,8 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
 
   const JobPlan& plan = *s.jobs[job_index];
   if (rx.hdr.job_id != plan.cfg.id) return drop(s.job_by_id(rx.hdr.job_id) < 0 ? Drop::unknown_job : Drop::job_port_mismatch);
-  if (plan.authenticated && !proto::verify_header(plan.key, rx.msg.first<proto::kHeaderBytes>())) {
+  rx.previous_key = false;
+  if (plan.authenticated && !verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
     return drop(Drop::bad_tag);
   }
   if (rx.hdr.rank >= plan.math.workers) return drop(Drop::bad_rank);
@@ -148,10 +151,9 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
       (!plan.cfg.worker_ipv4.empty() && plan.cfg.worker_ipv4[rx.hdr.rank] != rx.ip.src)) {
     return drop(Drop::source_not_allowed);
   }
-  LcoreJob& lj = *s.lcore_jobs[r_.index][job_index];
   const uint64_t now = now_tsc_;
-  if (!lj.admit_packet(now, s.tsc_hz)) return drop(Drop::rate_limited);
-  if ((rx.hdr.flags & proto::flag::retransmit) != 0) ++lj.counters.retransmits_seen;
+  if (!lj.admit_packet(now, s.tsc_hz, plan.rate_per_lcore_pps)) return drop(Drop::rate_limited);
+  if ((rx.hdr.flags & proto::flag::retransmit) != 0) bump(lj.counters.retransmits_seen);
   if (rx.hdr.opcode == proto::Opcode::join) {
     on_join(rx, plan, lj);
     return consume(m);
@@ -159,8 +161,8 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   // Packets of another epoch (old workers of a restarted job, or workers that have not seen the restart
   // yet) touch nothing: not the rounds, not the rank's address.
   if (rx.hdr.epoch != lj.epoch && rx.hdr.opcode != proto::Opcode::probe_request) {
-    count_drop(Drop::epoch_mismatch);
-    send_error(rx, plan, proto::Status::epoch_mismatch, lj.epoch);
+    count_drop(lj, Drop::epoch_mismatch);
+    send_error(rx, plan, lj, proto::Status::epoch_mismatch, lj.epoch);
     return consume(m);
   }
 
@@ -169,6 +171,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
       !proto::mac_equal(peer.mac, rx.l2.src) || peer.port != rx.port) {
     set_address(peer, rx.l2, rx.ip, rx.udp, rx.port);
   }
+  peer.previous_key = rx.previous_key;
 
   switch (rx.hdr.opcode) {
     case proto::Opcode::push:
@@ -182,14 +185,14 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     case proto::Opcode::leave:
       // The process that holds the rank leaves: nothing more is sent to it. The rank stays held in the
       // epoch (a process of another run must not take over this run's rounds): a new run restarts the job.
-      ++lj.counters.leaves;
+      bump(lj.counters.leaves);
       if (peer.incarnation == rx.hdr.aux) peer.known = false;
       break;
     case proto::Opcode::probe_request:
       on_probe(m, rx);
       return;  // the mbuf became the reply
     default:
-      count_drop(Drop::unexpected_opcode);
+      count_drop(lj, Drop::unexpected_opcode);
       break;
   }
   consume(m);
@@ -230,74 +233,81 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
   uint32_t aux = 0, seg = 0;
   Chunk* cp = locate(rx.hdr, plan, lj, r_.index, why, status, aux, seg);
   if (cp == nullptr) {
-    count_drop(why);
-    return send_error(rx, plan, status, aux);
+    count_drop(lj, why);
+    return send_error(rx, plan, lj, status, aux);
   }
   Chunk& c = *cp;
   const JobMath& m = plan.math;
 
   if (rx.hdr.opcode == proto::Opcode::init) {
     if (rx.hdr.rank != 0 || !m.ps) {
-      count_drop(Drop::bad_request);
-      return send_error(rx, plan, proto::Status::bad_request, 0);
+      count_drop(lj, Drop::bad_request);
+      return send_error(rx, plan, lj, proto::Status::bad_request, 0);
     }
     // Answered with the segment's current weights: an acknowledgement, also when training already began.
     // Like a pull answer it is labelled with the round whose result it is (the one before the current).
-    if (init_segment(m, c, seg, rx.payload.data(), rx.hdr.dtype) != InitResult::too_late) ++lj.counters.inits;
+    if (init_segment(m, c, seg, rx.payload.data(), rx.hdr.dtype) != InitResult::too_late) bump(lj.counters.inits);
     return send_segment(plan, lj, c, c.cur ^ 1, prev_round(m, c.round), seg, rx.hdr.rank);
   }
 
   if (rx.hdr.dtype != m.in_dtype) {
-    count_drop(Drop::dtype_mismatch);
-    return send_error(rx, plan, proto::Status::bad_request, static_cast<uint32_t>(m.in_dtype));
+    count_drop(lj, Drop::dtype_mismatch);
+    return send_error(rx, plan, lj, proto::Status::bad_request, static_cast<uint32_t>(m.in_dtype));
   }
-  switch (contribute(m, c, rx.hdr.rank, rx.hdr.round, seg, rx.payload.data(), now)) {
+  const bool opens_round = c.first_tsc == 0;
+  if (opens_round && lj.draining && round_delta(m, rx.hdr.round, c.round) == 0) {
+    count_drop(lj, Drop::draining);
+    return send_error(rx, plan, lj, proto::Status::draining, c.round);
+  }
+  const PushResult result = contribute(m, c, rx.hdr.rank, rx.hdr.round, seg, rx.payload.data(), now);
+  if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
+  switch (result) {
     case PushResult::accepted:
-      ++lj.counters.pushes;
-      lj.counters.push_payload_bytes += rx.payload.size();
+      bump(lj.counters.pushes);
+      bump(lj.counters.push_payload_bytes, rx.payload.size());
       break;
     case PushResult::segment_complete:
-      ++lj.counters.pushes;
-      lj.counters.push_payload_bytes += rx.payload.size();
-      ++lj.counters.segments_completed;
+      bump(lj.counters.pushes);
+      bump(lj.counters.push_payload_bytes, rx.payload.size());
+      bump(lj.counters.segments_completed);
       send_segment_to_all(plan, lj, c, seg);
       if (round_complete(c)) finish_round(plan, lj, c);
       break;
     case PushResult::duplicate:
-      ++lj.counters.duplicates;
+      bump(lj.counters.duplicates);
       break;
     case PushResult::duplicate_complete:
-      ++lj.counters.duplicates;
-      ++lj.counters.results_resent;
+      bump(lj.counters.duplicates);
+      bump(lj.counters.results_resent);
       send_segment(plan, lj, c, c.cur, c.round, seg, rx.hdr.rank);
       break;
     case PushResult::previous_round:
-      ++lj.counters.duplicates;
-      ++lj.counters.results_resent;
+      bump(lj.counters.duplicates);
+      bump(lj.counters.results_resent);
       send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, seg, rx.hdr.rank);
       break;
     case PushResult::ahead:
-      count_drop(Drop::round_ahead);
-      send_error(rx, plan, proto::Status::round_ahead, c.round);
+      count_drop(lj, Drop::round_ahead);
+      send_error(rx, plan, lj, proto::Status::round_ahead, c.round);
       break;
     case PushResult::behind:
-      count_drop(Drop::round_behind);
-      send_error(rx, plan, proto::Status::round_behind, c.round);
+      count_drop(lj, Drop::round_behind);
+      send_error(rx, plan, lj, proto::Status::round_behind, c.round);
       break;
     case PushResult::not_initialized:
-      count_drop(Drop::not_initialized);
-      send_error(rx, plan, proto::Status::not_initialized, 0);
+      count_drop(lj, Drop::not_initialized);
+      send_error(rx, plan, lj, proto::Status::not_initialized, 0);
       break;
     case PushResult::bad_round:
-      count_drop(Drop::bad_request);
-      send_error(rx, plan, proto::Status::bad_request, m.round_modulus);
+      count_drop(lj, Drop::bad_request);
+      send_error(rx, plan, lj, proto::Status::bad_request, m.round_modulus);
       break;
   }
 }
 
 void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const bool pull = rx.hdr.opcode == proto::Opcode::pull;
-  pull ? ++lj.counters.pulls : ++lj.counters.rerequests;
+  pull ? bump(lj.counters.pulls) : bump(lj.counters.rerequests);
   // elem_offset 0 with elem_count 0 asks for every segment of the chunk.
   const bool whole = rx.hdr.elem_offset == 0 && rx.hdr.elem_count == 0;
   proto::Header probe = rx.hdr;
@@ -307,8 +317,8 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   uint32_t aux = 0, seg = 0;
   Chunk* cp = locate(probe, plan, lj, r_.index, why, status, aux, seg);
   if (cp == nullptr && !(whole && why == Drop::bad_segment)) {
-    count_drop(why);
-    return send_error(rx, plan, status, aux);
+    count_drop(lj, why);
+    return send_error(rx, plan, lj, status, aux);
   }
   if (cp == nullptr) cp = &lj.chunk(plan.layout.chunk(rx.hdr.chunk_id).local_index);  // a one-segment chunk
   Chunk& c = *cp;
@@ -318,8 +328,8 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
 
   if (pull) {
     if (!c.has_prev) {
-      count_drop(Drop::not_initialized);
-      return send_error(rx, plan, proto::Status::not_initialized, 0);
+      count_drop(lj, Drop::not_initialized);
+      return send_error(rx, plan, lj, proto::Status::not_initialized, 0);
     }
     // The weights after the last completed round, labelled with that round: a result labelled r is always
     // the state after round r, whichever request it answers.
@@ -329,31 +339,40 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const int64_t d = round_delta(m, rx.hdr.round, c.round);
   if (d == -1 && c.has_prev) {
     for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, s, rx.hdr.rank);
-    lj.counters.results_resent += last - first;
+    bump(lj.counters.results_resent, last - first);
   } else if (d == 0) {
     for (uint32_t s = first; s < last; ++s) {
       if (!segment_done(m, c, s)) continue;  // not complete yet: the result comes when it is
       send_segment(plan, lj, c, c.cur, c.round, s, rx.hdr.rank);
-      ++lj.counters.results_resent;
+      bump(lj.counters.results_resent);
     }
   } else if (d > 0) {
-    count_drop(Drop::round_ahead);
-    send_error(rx, plan, proto::Status::round_ahead, c.round);
+    count_drop(lj, Drop::round_ahead);
+    send_error(rx, plan, lj, proto::Status::round_ahead, c.round);
   } else {
-    count_drop(Drop::round_behind);
-    send_error(rx, plan, proto::Status::round_behind, c.round);
+    count_drop(lj, Drop::round_behind);
+    send_error(rx, plan, lj, proto::Status::round_behind, c.round);
   }
 }
 
+bool Lcore::verify(const JobPlan& plan, std::span<const std::byte, proto::kHeaderBytes> wire,
+                   bool& previous) const noexcept {
+  previous = false;
+  if (proto::verify_header(plan.key, wire)) return true;
+  if (plan.previous_until_tsc == 0 || now_tsc_ >= plan.previous_until_tsc) return false;
+  previous = proto::verify_header(plan.previous_key, wire);
+  return previous;
+}
+
 void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
-  ++lj.counters.joins;
+  bump(lj.counters.joins);
   const proto::Header& h = rx.hdr;
   const uint32_t incarnation = h.aux;  // a random number the worker process drew at start (never 0)
   Peer& p = lj.peer(h.rank);
   if ((h.flags & proto::flag::epoch_start) != 0) {
     if (h.rank != 0) {
-      count_drop(Drop::bad_request);
-      return send_error(rx, plan, proto::Status::bad_request, 0);
+      count_drop(lj, Drop::bad_request);
+      return send_error(rx, plan, lj, proto::Status::bad_request, 0);
     }
     // Rank 0 of a new run restarts the job in the epoch after the current one. A retransmitted start
     // (its epoch is now the current one) or a replayed one (an epoch that is not the next) changes
@@ -367,7 +386,10 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     // before its rank 0 restarted the job) is told who holds it and waits for the restart.
     p.incarnation = incarnation;
   }
-  if (p.incarnation == incarnation && incarnation != 0) set_address(p, rx.l2, rx.ip, rx.udp, rx.port);
+  if (p.incarnation == incarnation && incarnation != 0) {
+    set_address(p, rx.l2, rx.ip, rx.udp, rx.port);
+    p.previous_key = rx.previous_key;
+  }
   proto::Header a;
   a.opcode = proto::Opcode::joined;
   a.dtype = plan.math.in_dtype;
@@ -377,18 +399,19 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   a.round = 0;                              // the epoch's first round
   a.aux = p.incarnation;                    // who holds the rank in this epoch
   a.elem_offset = lj.peer(0).incarnation;   // who holds rank 0: the run the epoch belongs to
-  reply(rx, plan, a);
+  reply(rx, plan, lj, a);
 }
 
 void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept {
   for (uint32_t i = 0; i < lj.chunk_count(); ++i) {
     Chunk& c = lj.chunk(i);
+    if (c.first_tsc != 0) close_round(lj);
     release_previous(lj, c);  // restart_chunk may rewrite out[cur ^ 1] (a ps job's weights)
     restart_chunk(plan.math, c, fresh_weights);
   }
   lj.forget_peers();
-  lj.epoch = epoch;
-  ++lj.counters.epochs_started;
+  __atomic_store_n(&lj.epoch, epoch, __ATOMIC_RELAXED);
+  bump(lj.counters.epochs_started);
 }
 
 void Lcore::on_probe(rte_mbuf* m, Rx& rx) noexcept {
@@ -412,7 +435,7 @@ void Lcore::on_probe(rte_mbuf* m, Rx& rx) noexcept {
   auto wire = rx.frame.subspan(rx.udp.payload_offset).first<proto::kHeaderBytes>();
   proto::write_header(h, wire);
   const JobPlan& plan = *snap_->jobs[snap_->port_to_job[rx.udp.dst_port] - 1];
-  if (plan.authenticated) proto::sign_header(plan.key, wire);
+  if (plan.authenticated) proto::sign_header(rx.previous_key ? plan.previous_key : plan.key, wire);
   rte_pktmbuf_trim(m, static_cast<uint16_t>(m->data_len - (rx.udp.payload_offset + rx.msg.size())));
   m->ol_flags = 0;
   tx_[rx.port].add(m, counters_);

@@ -18,6 +18,7 @@ struct Lcore::Rx {
   proto::Ipv4 ip;
   proto::Udp udp;
   proto::Header hdr;
+  bool previous_key = false;           // the tag matched the job's previous secret (a rotation's overlap)
   std::span<const std::byte> msg;      // the UDP payload: phub header + payload
   std::span<const std::byte> payload;  // elements
 };

@@ -10,21 +10,22 @@
 
 namespace phub::engine {
 
-rte_mbuf* Lcore::start_message(const JobPlan& plan, Peer& peer, const proto::Header& h) noexcept {
+rte_mbuf* Lcore::start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept {
   const bool chain = snap_->ports[peer.port].zero_copy_tx;
   rte_mbuf* m = rte_pktmbuf_alloc(chain || h.payload_bytes == 0 ? r_.hdr_pool : r_.copy_pool);
   if (m == nullptr) {
-    count_drop(Drop::no_mbuf);
+    count_drop(lj, Drop::no_mbuf);
     return nullptr;
   }
-  return write_message(m, plan, peer, h) ? m : nullptr;
+  return write_message(m, plan, lj, peer, h) ? m : nullptr;
 }
 
-std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, Peer& peer, size_t udp_payload_bytes) noexcept {
+std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer,
+                             size_t udp_payload_bytes) noexcept {
   auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kFrameHeadersBytes));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
-    count_drop(Drop::no_mbuf);
+    count_drop(lj, Drop::no_mbuf);
     return nullptr;
   }
   if (peer.l234_udp_payload != udp_payload_bytes || peer.l234_generation != snap_->generation) {
@@ -44,12 +45,12 @@ std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, Peer& peer, size_
   return p + peer.l234.size();
 }
 
-bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, Peer& peer, const proto::Header& h) noexcept {
-  std::byte* p = write_l234(m, plan, peer, proto::kHeaderBytes + h.payload_bytes);
+bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept {
+  std::byte* p = write_l234(m, plan, lj, peer, proto::kHeaderBytes + h.payload_bytes);
   if (p == nullptr) return false;
   auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
   proto::write_header(h, wire);
-  if (plan.authenticated) proto::sign_header(plan.key, wire);
+  if (plan.authenticated) sign_for(plan, peer, wire);
   return true;
 }
 
@@ -93,12 +94,12 @@ void Lcore::chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept {
 
 // Fill `hdr` (a fresh header mbuf) with the result segment for `rank` and chain `ext` (a fresh mbuf of the
 // data-room-0 pool) to the result buffer, or copy the payload into `hdr` when `ext` is null.
-bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
-                        uint32_t seg, uint16_t rank, uint16_t epoch, Peer& peer) noexcept {
-  proto::Header h = result_header(plan, c, round, seg, rank, epoch);
+bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf,
+                        uint32_t round, uint32_t seg, uint16_t rank, Peer& peer) noexcept {
+  proto::Header h = result_header(plan, c, round, seg, rank, lj.epoch);
   h.seq = seq_++;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
-  if (!write_message(hdr, plan, peer, h)) {
+  if (!write_message(hdr, plan, lj, peer, h)) {
     if (ext != nullptr) rte_pktmbuf_free(ext);
     return false;
   }
@@ -112,11 +113,11 @@ bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const
   auto* dst = rte_pktmbuf_append(hdr, h.payload_bytes);
   if (dst == nullptr) {
     rte_pktmbuf_free(hdr);
-    count_drop(Drop::no_mbuf);
+    count_drop(lj, Drop::no_mbuf);
     return false;
   }
   std::memcpy(dst, c.out[buf] + off_bytes, h.payload_bytes);
-  ++counters_.results_copied;
+  bump(counters_.results_copied);
   return true;
 }
 
@@ -130,10 +131,10 @@ void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int 
   if (hdr == nullptr || (chain && ext == nullptr)) {
     rte_pktmbuf_free(hdr);
     rte_pktmbuf_free(ext);
-    return count_drop(Drop::no_mbuf);
+    return count_drop(lj, Drop::no_mbuf);
   }
-  if (!fill_result(hdr, ext, plan, c, buf, round, seg, rank, lj.epoch, peer)) return;
-  ++lj.counters.results_sent;
+  if (!fill_result(hdr, ext, plan, lj, c, buf, round, seg, rank, peer)) return;
+  bump(lj.counters.results_sent);
   tx_[peer.port].add(hdr, counters_);
 }
 
@@ -163,7 +164,7 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     rte_mbuf* payload = rte_pktmbuf_alloc(r_.ext_pool);
     if (payload == nullptr) {
       rte_pktmbuf_free_bulk(hdrs, n);
-      count_drop(Drop::no_mbuf);
+      count_drop(lj, Drop::no_mbuf);
       continue;
     }
     ResultBuf* b = LcoreJob::buf(c, c.cur);
@@ -176,7 +177,7 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     proto::write_header(h, wire);
     for (uint16_t i = 0; i < n; ++i) {
       Peer& peer = lj.peer(ranks[i]);
-      std::byte* p = write_l234(hdrs[i], plan, peer, proto::kHeaderBytes + h.payload_bytes);
+      std::byte* p = write_l234(hdrs[i], plan, lj, peer, proto::kHeaderBytes + h.payload_bytes);
       if (p == nullptr) {  // hdrs[i] is freed; drop its count on the payload
         rte_pktmbuf_free(payload);
         continue;
@@ -184,9 +185,9 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
       auto out = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
       std::memcpy(out.data(), wire.data(), wire.size());
       proto::write_header_recipient(ranks[i], seq_++, out);
-      if (plan.authenticated) proto::sign_header(plan.key, out);
+      if (plan.authenticated) sign_for(plan, peer, out);
       chain_payload(hdrs[i], payload);
-      ++lj.counters.results_sent;
+      bump(lj.counters.results_sent);
       tx_[peer.port].add(hdrs[i], counters_);
     }
   }
@@ -212,23 +213,27 @@ proto::Header error_header(const JobPlan& plan, uint16_t rank, uint32_t round, u
 
 }  // namespace
 
-void Lcore::reply(const Rx& rx, const JobPlan& plan, proto::Header h) noexcept {
+void Lcore::sign_for(const JobPlan& plan, const Peer& peer, std::span<std::byte, proto::kHeaderBytes> wire) noexcept {
+  proto::sign_header(peer.previous_key && plan.previous_until_tsc != 0 ? plan.previous_key : plan.key, wire);
+}
+
+void Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h) noexcept {
   Peer to;
+  to.previous_key = rx.previous_key;
   to.mac = rx.l2.src;
   to.ip = rx.ip.src;
   to.udp_port = rx.udp.src_port;
   to.port = static_cast<uint8_t>(rx.port);
   to.known = true;
   h.seq = seq_++;
-  rte_mbuf* m = start_message(plan, to, h);
+  rte_mbuf* m = start_message(plan, lj, to, h);
   if (m == nullptr) return;
   tx_[to.port].add(m, counters_);
 }
 
-void Lcore::send_error(const Rx& rx, const JobPlan& plan, proto::Status status, uint32_t aux) noexcept {
-  LcoreJob& lj = *snap_->lcore_jobs[r_.index][plan.index];
-  ++lj.counters.errors_sent;
-  reply(rx, plan, error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status, aux,
+void Lcore::send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept {
+  bump(lj.counters.errors_sent);
+  reply(rx, plan, lj, error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status, aux,
                                lj.epoch));
 }
 
@@ -238,9 +243,9 @@ void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, cons
   if (!peer.known) return;
   proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux, lj.epoch);
   h.seq = seq_++;
-  rte_mbuf* m = start_message(plan, peer, h);
+  rte_mbuf* m = start_message(plan, lj, peer, h);
   if (m == nullptr) return;
-  ++lj.counters.errors_sent;
+  bump(lj.counters.errors_sent);
   tx_[peer.port].add(m, counters_);
 }
 
@@ -249,12 +254,17 @@ void Lcore::release_previous(LcoreJob& lj, Chunk& c) noexcept {
   if (LcoreJob::busy(LcoreJob::buf(c, c.cur ^ 1))) {
     for (auto& t : tx_) t.flush(counters_);
     for (const auto* port : r_.ports) port->tx_done_cleanup(r_.index);
-    if (!lj.renew_previous(c)) ++lj.counters.results_reused_busy;
+    if (!lj.renew_previous(c)) bump(lj.counters.results_reused_busy);
   }
 }
 
 void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
-  ++lj.counters.rounds_completed;
+  bump(lj.counters.rounds_completed);
+  close_round(lj);
+  const uint64_t took_tsc = now_tsc_ > c.first_tsc ? now_tsc_ - c.first_tsc : 0;
+  const auto took_ns = static_cast<uint64_t>(static_cast<double>(took_tsc) * 1e9 / static_cast<double>(snap_->tsc_hz));
+  bump(lj.counters.round_latency_sum_ns, took_ns);
+  bump(lj.counters.round_latency[latency_bucket(took_ns / 1000)]);
   release_previous(lj, c);  // the previous result is about to be overwritten by the next round
   advance_round(plan.math, c);
 }

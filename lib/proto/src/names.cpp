@@ -33,6 +33,7 @@ std::string_view status_name(Status s) noexcept {
     case Status::not_initialized: return "not_initialized";
     case Status::bad_request: return "bad_request";
     case Status::epoch_mismatch: return "epoch_mismatch";
+    case Status::draining: return "draining";
   }
   return "unknown";
 }

@@ -164,7 +164,7 @@ class Net:
             lcores=[dict(id=i + 1, ports=["p0"]) for i in range(self.lcores)],
             polling=dict(idle_polls_before_sleep=polling[0], idle_sleep_us=polling[1]),
             jobs=jobs,
-            timeouts=dict(round_stall_ms=round_stall_ms, arp_refresh_ms=30000, drain_ms=500),
+            timeouts=dict(round_stall_ms=round_stall_ms, drain_ms=500),
             limits=dict(memory_bytes="%dMiB" % (self.memory_mb * 3 // 4), max_jobs=64, mbufs=8191, ring_entries=1024),
             control=dict(socket_path=os.path.join(self.tmp, "ctl.sock"), stats_interval_ms=0),
         )

@@ -30,8 +30,10 @@ typedef enum phub_status {
   PHUB_ERR_NO_MEMORY = 12,
   PHUB_ERR_AUTH = 13,            /* answers with a wrong auth tag arrived: the secrets differ */
   PHUB_ERR_BROKEN = 14,          /* an earlier failure left rounds out of step: reconnect */
-  PHUB_ERR_EPOCH = 15            /* the job was restarted (a new run's rank 0 connected), or another
-                                    process still holds this rank in the job's current epoch */
+  PHUB_ERR_EPOCH = 15,           /* the job was restarted (a new run's rank 0 connected, or the operator
+                                    reset it), or another process still holds this rank in its epoch */
+  PHUB_ERR_DRAINED = 16          /* the server starts no new round of the job: drained by the operator,
+                                    or removed by a reload */
 } phub_status;
 
 /* The *_ENUM_MAX_ entries make every int a valid value of the type, so that the library can check (and

@@ -7,7 +7,7 @@ PHUB_OK = 0
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "state", 3: "system", 4: "unreachable", 5: "timeout",
     6: "round_stalled", 7: "round_mismatch", 8: "chunk_map", 9: "config_mismatch", 10: "not_initialized",
-    11: "protocol", 12: "no_memory", 13: "auth", 14: "broken", 15: "epoch",
+    11: "protocol", 12: "no_memory", 13: "auth", 14: "broken", 15: "epoch", 16: "drained",
 }
 MODES = {"allreduce": 0, "ps": 1}
 DTYPES = {"fp32": 0, "fp16": 1, "bf16": 2}

@@ -169,6 +169,9 @@ class Client {
   [[nodiscard]] bool resend_chunk(uint32_t chunk, uint64_t now);
   void resend_missing(uint32_t chunk, proto::Opcode opc, bool payload, uint32_t below, uint64_t now);
   void rerequest_missing(uint32_t chunk);
+  // ps pulls the server answered with not_initialized: asked again soon (rank 0's init is on its way), not
+  // after a backed-off retransmit timeout.
+  void retry_pulls(uint64_t now);
   void needless_resend(uint32_t chunk);
   [[nodiscard]] uint64_t reorder_window_ns() const noexcept;
   void chunk_done(uint32_t chunk, uint64_t now);
@@ -218,6 +221,7 @@ class Client {
   Lanes lanes_;                   // chunks awaiting results, per server lcore, in transmission order
   uint32_t reorder_scale_ = 1;    // the reordering window in units of its base (grows on needless resends)
   uint32_t reorder_quiet_ = 0;    // early resends since the scale last changed
+  std::vector<std::pair<uint64_t, uint32_t>> pull_retries_;  // (when, chunk) of pulls to ask again
 
   std::vector<OutPacket> queue_;
   std::vector<std::array<std::byte, proto::kHeaderBytes>> headers_;

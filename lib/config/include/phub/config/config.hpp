@@ -37,6 +37,7 @@ struct Port {
   uint16_t rx_desc = 1024;      // per queue
   uint16_t tx_desc = 1024;      // per queue
   Steering steering = Steering::automatic;
+  bool tx_copy = false;         // copy each result into its own frame instead of chaining the shared buffer
 
   bool operator==(const Port&) const = default;
 };
@@ -124,8 +125,9 @@ struct Rack {
 
 struct Timeouts {
   uint32_t round_stall_ms = 2000;   // a round not complete after this is reported to its workers as stalled
-  uint32_t arp_refresh_ms = 30000;
-  uint32_t drain_ms = 2000;         // graceful shutdown budget
+  uint32_t drain_ms = 2000;         // budget for rounds in progress: of a job a reload removes, and at shutdown
+                                    // for the results still queued
+  uint32_t secret_overlap_ms = 30000;  // a reload that rotates a job's secret accepts the old one this long
 
   bool operator==(const Timeouts&) const = default;
 };
@@ -135,7 +137,6 @@ struct Limits {
   uint32_t max_jobs = 64;
   uint32_t mbufs = 16383;              // per port mempool, (2^n - 1 is best)
   uint32_t ring_entries = 4096;        // per-lcore hand-off ring (power of two)
-  uint32_t max_rounds_ahead = 1;       // a push further ahead of the chunk's round gets an error
 
   bool operator==(const Limits&) const = default;
 };

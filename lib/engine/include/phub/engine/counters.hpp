@@ -1,4 +1,8 @@
-// Named counters of the data plane: every drop reason, per-lcore traffic, per-job progress.
+// The one table of the data plane's counters. Every counter is declared once below, with its help text;
+// the structs, the sums over lcores, the text, JSON, telemetry and Prometheus outputs are all generated
+// from these tables. A counter has a single writer (its lcore) and is read by the control thread without
+// tearing: the writer stores with a relaxed atomic store, the reader loads with a relaxed atomic load
+// (plain 64-bit moves on x86).
 #pragma once
 
 #include <array>
@@ -10,79 +14,142 @@
 
 namespace phub::engine {
 
-// Why a received packet was not used. Malformed phub headers are counted by proto::ParseError instead.
+// Why a received packet was not used. Reasons a job is known for are counted per job; the others per lcore.
+// Malformed frames are counted by proto::ParseError instead.
+#define PHUB_DROPS(X)                                                                                          \
+  X(not_for_us, "destination MAC or IPv4 address is not the port's")                                        \
+  X(rx_scattered, "a multi-segment frame that could not be linearised")                                     \
+  X(udp_checksum_bad, "the UDP checksum is wrong")                                                          \
+  X(non_ip, "neither IPv4 nor ARP")                                                                         \
+  X(ip_other_protocol, "IPv4, but neither UDP nor ICMP echo")                                               \
+  X(unknown_port, "a UDP port no job listens on")                                                           \
+  X(unknown_job, "the header's job id is not configured")                                                   \
+  X(job_port_mismatch, "the header's job id is not the job of the UDP port")                                \
+  X(bad_tag, "the authentication tag is wrong for the job's secret")                                        \
+  X(bad_rank, "rank outside 0..workers-1")                                                                  \
+  X(source_not_allowed, "source outside the job's allowed_sources, or not the rank's pinned worker_ipv4")   \
+  X(rate_limited, "over the job's packets-per-second limit")                                                \
+  X(bad_chunk, "chunk id outside the job")                                                                  \
+  X(wrong_owner, "chunk not owned by the lcore of the UDP port it was sent to")                             \
+  X(bad_segment, "element range is not one of the chunk's segments")                                        \
+  X(dtype_mismatch, "pushed dtype differs from the job's")                                                  \
+  X(round_ahead, "push beyond the chunk's round (answered)")                                                \
+  X(round_behind, "push older than the kept result (answered)")                                             \
+  X(not_initialized, "ps push before rank 0's init (answered)")                                             \
+  X(bad_request, "opcode or rank not valid here, e.g. init from rank != 0 (answered)")                      \
+  X(unexpected_opcode, "an opcode a server never receives (result, error, joined, ...)")                    \
+  X(epoch_mismatch, "the packet's epoch is not the job's: a restarted job's old workers (answered)")        \
+  X(draining, "a push that would start a round of a drained job (answered)")                                \
+  X(ring_full, "the hand-off ring to the owning lcore was full")                                            \
+  X(tx_full, "the transmit queue stayed full")                                                              \
+  X(no_mbuf, "mempool empty when building a reply")
+
 enum class Drop : uint8_t {
-  not_for_us,          // destination MAC or IPv4 address is not ours
-  rx_scattered,        // a multi-segment frame that could not be linearised
-  udp_checksum_bad,    // the NIC flagged a bad UDP checksum
-  non_ip,              // neither IPv4 nor ARP
-  ip_other_protocol,   // IPv4 but neither UDP nor ICMP echo
-  unknown_port,        // UDP port outside every job's range
-  unknown_job,         // header job id not configured
-  job_port_mismatch,   // header job id is not the job of the UDP port
-  bad_tag,             // authentication tag wrong for the job's secret
-  bad_rank,            // rank outside 0..workers-1
-  source_not_allowed,  // source outside the job's allowed_sources, or not the rank's pinned worker_ipv4
-  rate_limited,        // over the job's packets-per-second limit
-  bad_chunk,           // chunk id outside the job
-  wrong_owner,         // chunk not owned by the lcore of the UDP port it was sent to
-  bad_segment,         // element range is not one of the chunk's segments
-  dtype_mismatch,      // pushed dtype differs from the job's
-  round_ahead,         // answered with an error packet
-  round_behind,        // answered with an error packet
-  not_initialized,     // ps push before init; answered with an error packet
-  bad_request,         // opcode or rank not valid here (e.g. init from rank != 0); answered
-  unexpected_opcode,   // an opcode a server never receives (result, fwd_result, error, probe_reply)
-  ring_full,           // hand-off to the owning lcore failed
-  tx_full,             // transmit queue stayed full
-  no_mbuf,             // mempool empty when building a reply
-  epoch_mismatch,      // the packet's epoch is not the job's (a restarted job's old workers); answered
+#define PHUB_X(name, help) name,
+  PHUB_DROPS(PHUB_X)
+#undef PHUB_X
   count_,
 };
-
 inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
 
 [[nodiscard]] std::string_view drop_name(Drop d) noexcept;
+[[nodiscard]] std::string_view drop_help(Drop d) noexcept;
 
-// Written only by the owning lcore; read (racily, 64-bit loads) by the control thread for stats.
+// Per lcore: traffic and the loop.
+#define PHUB_LCORE_COUNTERS(X)                                                                 \
+  X(rx_packets, "frames received from the lcore's queues")                                    \
+  X(rx_bytes, "bytes of those frames")                                                        \
+  X(tx_packets, "frames handed to the ports' transmit queues")                               \
+  X(tx_bytes, "bytes of those frames")                                                        \
+  X(arp_replies, "ARP requests for the port's address answered")                              \
+  X(icmp_replies, "ICMP echo requests answered")                                              \
+  X(redirected_out, "frames handed to the owning lcore through its ring")                    \
+  X(redirected_in, "frames received from another lcore's ring")                              \
+  X(results_copied, "result payloads copied because the port cannot send chained mbufs")    \
+  X(idle_sleeps, "short sleeps after a run of empty polls")                                   \
+  X(loops, "main loop iterations")                                                            \
+  X(busy_loops, "iterations that found work")                                                 \
+  X(busy_tsc, "TSC cycles in iterations that found work")                                     \
+  X(total_tsc, "TSC cycles since the loop started")                                           \
+  X(max_gap_tsc, "longest time between two quiescent states of the loop, in TSC cycles")    \
+  X(requests, "requests from the control thread handled")
+
+// Per (lcore, job): progress of the job's chunks this lcore owns.
+#define PHUB_JOB_COUNTERS(X)                                                                   \
+  X(pushes, "contributions accepted")                                                         \
+  X(push_payload_bytes, "their payload: the aggregated gradient goodput")                     \
+  X(duplicates, "contributions already counted this round (ignored)")                        \
+  X(retransmits_seen, "packets with the retransmit flag")                                     \
+  X(segments_completed, "segments with every contribution")                                   \
+  X(rounds_completed, "chunk rounds completed")                                               \
+  X(results_sent, "result packets, resends included")                                        \
+  X(results_resent, "answers to rerequests and late duplicates")                              \
+  X(rerequests, "rerequest packets")                                                          \
+  X(errors_sent, "error packets")                                                             \
+  X(stalls_reported, "rounds reported stalled")                                               \
+  X(results_reused_busy, "no spare result buffer: a still-referenced one was reused")         \
+  X(inits, "ps init segments accepted")                                                       \
+  X(pulls, "ps pull requests")                                                                \
+  X(joins, "join requests")                                                                   \
+  X(leaves, "leave requests")                                                                 \
+  X(epochs_started, "epochs started: a new run's rank 0 or the operator reset the rounds")      \
+  X(resets, "rounds reset by the operator (phub-ctl reset)")                                  \
+  X(round_latency_sum_ns, "sum of the completed rounds' latencies, first push to last result")
+
+// Round latency histogram: a round's time from its first contribution to its completion. Upper bounds in
+// microseconds; the last bucket is everything above the one before.
+inline constexpr std::array<uint64_t, 14> kLatencyBoundsUs = {50,    100,   250,    500,    1000,   2500,   5000,
+                                                              10000, 25000, 50000, 100000, 250000, 500000, 1000000};
+inline constexpr size_t kLatencyBuckets = kLatencyBoundsUs.size() + 1;
+
 struct alignas(64) LcoreCounters {
-  uint64_t rx_packets = 0;
-  uint64_t rx_bytes = 0;
-  uint64_t tx_packets = 0;
-  uint64_t tx_bytes = 0;
-  uint64_t arp_replies = 0;
-  uint64_t icmp_replies = 0;
-  uint64_t redirected_out = 0;   // handed to the owning lcore through its ring
-  uint64_t redirected_in = 0;    // received from another lcore's ring
-  uint64_t results_copied = 0;   // result payload copied because the port cannot send chained mbufs
-  uint64_t idle_sleeps = 0;
-  uint64_t loops = 0;
-  uint64_t busy_loops = 0;  // loop iterations that found work (rx_packets / busy_loops: mean RX burst)
-  uint64_t busy_tsc = 0;   // TSC cycles spent in loop iterations that found work
-  uint64_t total_tsc = 0;  // TSC cycles since the loop started
-  std::array<uint64_t, kDropCount> drops{};
+#define PHUB_X(name, help) uint64_t name = 0;
+  PHUB_LCORE_COUNTERS(PHUB_X)
+#undef PHUB_X
+  std::array<uint64_t, kDropCount> drops{};  // reasons no job is known for
   std::array<uint64_t, proto::kParseErrorCount> malformed{};
 };
 
-// Per (lcore, job); summed over lcores for a job's totals.
 struct alignas(64) JobCounters {
-  uint64_t pushes = 0;             // accepted contributions
-  uint64_t push_payload_bytes = 0; // their payload: the aggregated gradient goodput
-  uint64_t duplicates = 0;         // contribution already counted this round (ignored)
-  uint64_t retransmits_seen = 0;   // packets with the retransmit flag
-  uint64_t segments_completed = 0;
-  uint64_t rounds_completed = 0;   // chunk rounds
-  uint64_t results_sent = 0;       // result packets (including resends)
-  uint64_t results_resent = 0;     // answers to re-requests and late duplicates
-  uint64_t rerequests = 0;
-  uint64_t errors_sent = 0;
-  uint64_t stalls_reported = 0;
-  uint64_t results_reused_busy = 0;  // no spare result buffer: a still-referenced one was reused
-  uint64_t inits = 0;
-  uint64_t pulls = 0;
-  uint64_t joins = 0;
-  uint64_t epochs_started = 0;   // restarts of the job by its rank 0 (rounds reset)
-  uint64_t leaves = 0;
+#define PHUB_X(name, help) uint64_t name = 0;
+  PHUB_JOB_COUNTERS(PHUB_X)
+#undef PHUB_X
+  std::array<uint64_t, kDropCount> drops{};  // reasons counted against this job
+  std::array<uint64_t, kLatencyBuckets> round_latency{};  // rounds per latency bucket (not cumulative)
 };
+
+// A field of one of the structs above, for everything that walks the table.
+template <class S>
+struct CounterField {
+  std::string_view name;
+  std::string_view help;
+  uint64_t S::*member;
+};
+
+inline constexpr CounterField<LcoreCounters> kLcoreFields[] = {
+#define PHUB_X(name, help) {#name, help, &LcoreCounters::name},
+    PHUB_LCORE_COUNTERS(PHUB_X)
+#undef PHUB_X
+};
+inline constexpr CounterField<JobCounters> kJobFields[] = {
+#define PHUB_X(name, help) {#name, help, &JobCounters::name},
+    PHUB_JOB_COUNTERS(PHUB_X)
+#undef PHUB_X
+};
+
+// The writer's increment (only the owning lcore writes a counter).
+inline void bump(uint64_t& c, uint64_t n = 1) noexcept { __atomic_store_n(&c, c + n, __ATOMIC_RELAXED); }
+inline void set_max(uint64_t& c, uint64_t v) noexcept {
+  if (v > c) __atomic_store_n(&c, v, __ATOMIC_RELAXED);
+}
+// The reader's load (any thread).
+[[nodiscard]] inline uint64_t load(const uint64_t& c) noexcept { return __atomic_load_n(&c, __ATOMIC_RELAXED); }
+
+// Adds a consistent-per-field copy of `from` (read with load()) into `into`; max_gap_tsc takes the maximum.
+void accumulate(LcoreCounters& into, const LcoreCounters& from) noexcept;
+void accumulate(JobCounters& into, const JobCounters& from) noexcept;
+
+// The latency bucket of a round that took `us` microseconds.
+[[nodiscard]] size_t latency_bucket(uint64_t us) noexcept;
 
 }  // namespace phub::engine

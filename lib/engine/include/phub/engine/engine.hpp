@@ -1,5 +1,6 @@
-// The data plane as a whole: pools, ports, job admission, steering, hand-off rings, RCU, and the lcores.
-// Built by the control thread after the EAL is up; the lcores run until stop().
+// The data plane as a whole: pools, ports, job admission, steering, hand-off and request rings, RCU, the
+// lcores, and live change. Built and driven by the control thread after the EAL is up; the lcores run
+// between start() and stop().
 #pragma once
 
 #include <rte_rcu_qsbr.h>
@@ -14,15 +15,49 @@
 #include "phub/config/config.hpp"
 #include "phub/drivers/eth_port.hpp"
 #include "phub/drivers/mempool.hpp"
+#include "phub/engine/config_diff.hpp"
 #include "phub/engine/lcore.hpp"
 #include "phub/engine/snapshot.hpp"
 
 namespace phub::engine {
 
-// Counters summed over lcores.
+// Counters summed over lcores (the tests' and the stats line's view). jobs: by index in the current snapshot.
 struct Totals {
-  LcoreCounters lcores;
-  std::vector<JobCounters> jobs;  // by job index
+  LcoreCounters lcores;            // lcore counters, and every drop: the lcores' and all jobs' together
+  std::vector<JobCounters> jobs;
+};
+
+// Everything the counters say, for the exporters (text, JSON, telemetry, Prometheus).
+struct CounterReport {
+  struct Lcore {
+    unsigned lcore_id = 0;
+    uint16_t index = 0;
+    LcoreCounters counters;
+  };
+  struct Job {
+    uint32_t id = 0;
+    std::string name;
+    uint16_t epoch = 0;          // of the lcore with the newest epoch
+    bool draining = false;       // on any lcore
+    uint64_t open_rounds = 0;
+    JobCounters counters;        // summed over lcores
+  };
+  struct Port {
+    std::string name;
+    drivers::PortStats stats;
+  };
+  std::vector<Lcore> lcores;
+  std::vector<Job> jobs;
+  std::vector<Port> ports;
+  uint64_t tsc_hz = 0;
+};
+
+// What a reload did.
+struct ReloadOutcome {
+  ConfigDiff diff;
+  uint64_t grace_ns = 0;     // the RCU grace period waited for after the swap
+  uint64_t drain_ns = 0;     // waited for removed jobs' rounds to finish
+  bool drain_timed_out = false;
 };
 
 class Engine {
@@ -37,42 +72,67 @@ class Engine {
   [[nodiscard]] Expected<void, std::string> start();
   void stop();
 
+  // Live change (control thread; the lcores keep running). Diffs `next` against the running config,
+  // refuses it whole if any difference needs a restart or a job cannot be admitted (every reason, each
+  // naming its field), else prepares what new or changed jobs need, drains removed jobs (at most
+  // timeouts.drain_ms), publishes one new snapshot, waits for every lcore to pass a quiescent state and
+  // retires the old one. Unchanged jobs keep their state, rounds and counters.
+  [[nodiscard]] Expected<ReloadOutcome, std::vector<std::string>> apply(const config::Config& next);
+  // Ask every lcore to start no new round of the job / restart its rounds in a new epoch (control thread).
+  [[nodiscard]] Expected<void, std::string> drain(std::string_view job_name);
+  [[nodiscard]] Expected<void, std::string> reset(std::string_view job_name);
+  // Frees the memory of removed jobs once no transmit points into it (control thread, periodically).
+  void collect_retired();
+  [[nodiscard]] size_t retired_jobs() const noexcept { return retired_.size(); }
+
   // Start-up report: kernels, ports and steering, admitted jobs, one line per lcore.
   [[nodiscard]] std::vector<std::string> startup_lines() const;
+  [[nodiscard]] CounterReport report() const;
   [[nodiscard]] Totals totals() const;
   // Every non-zero counter, one "name value" per line, grouped (for exit and on demand).
   [[nodiscard]] std::string format_counters() const;
-  [[nodiscard]] const Snapshot& snapshot() const noexcept { return *snapshot_.load(); }
-  // Bytes the data plane really allocated for a job (sum over its lcores).
+  [[nodiscard]] const Snapshot& snapshot() const noexcept { return *current_; }
+  [[nodiscard]] const config::Config& config() const noexcept { return *current_->config; }
+  // Bytes the data plane really allocated for a job (sum over its lcores), by index in the snapshot.
   [[nodiscard]] uint64_t job_allocated_bytes(size_t job_index) const;
   // Mbufs of the transmit pools (headers, result payload references, copies) not back in their pool:
   // frames queued or in flight. Zero once everything sent has been transmitted and freed.
   [[nodiscard]] unsigned transmit_mbufs_in_use() const;
   [[nodiscard]] const std::vector<std::unique_ptr<drivers::EthPort>>& ports() const noexcept { return ports_; }
+  [[nodiscard]] const std::vector<std::unique_ptr<Lcore>>& lcores() const noexcept { return lcores_; }
 
  private:
   Engine() = default;
   Expected<void, std::string> open_ports(const config::Config& cfg);
-  Expected<void, std::string> plan_jobs(Snapshot& s, const config::Config& cfg);
-  Expected<void, std::string> allocate_jobs(Snapshot& s, const config::Config& cfg);
-  void install_steering(const config::Config& cfg, const Snapshot& s);
+  std::vector<PortInfo> port_infos(const config::Config& cfg) const;
+  [[nodiscard]] Expected<std::shared_ptr<JobRuntime>, std::string> make_runtime(const JobPlan& plan,
+                                                                              const config::Config& cfg) const;
+  [[nodiscard]] std::shared_ptr<Snapshot> build_snapshot(std::shared_ptr<const config::Config> cfg,
+                                                         std::vector<std::shared_ptr<const JobPlan>> plans,
+                                                         std::vector<std::shared_ptr<JobRuntime>> runtimes) const;
+  [[nodiscard]] Expected<void, std::string> install_steering(const Snapshot& s);
   Expected<void, std::string> build_lcores(const config::Config& cfg);
+  void publish(std::shared_ptr<const Snapshot> next, ReloadOutcome* outcome);
+  // Sends `kind` for job `id` to every lcore and waits for all answers (or stopped lcores).
+  [[nodiscard]] Expected<void, std::string> ask_lcores(RequestKind kind, std::string_view job_name);
 
   // Declaration order is destruction order reversed: lcores stop first, ports close (freeing in-flight
   // mbufs that reference result buffers) before the job memory and the pools go.
   drivers::Mempool hdr_pool_, ext_pool_, copy_pool_;
   std::vector<drivers::Mempool> rx_pools_;
-  std::vector<std::vector<std::unique_ptr<LcoreJob>>> lcore_jobs_;  // [lcore][job]
-  std::unique_ptr<Snapshot> owned_snapshot_;
+  std::shared_ptr<const Snapshot> current_;            // the published snapshot, owned here
+  std::vector<std::shared_ptr<JobRuntime>> retired_;   // removed jobs, freed by collect_retired()
   std::vector<std::unique_ptr<drivers::EthPort>> ports_;
-  std::vector<std::vector<rte_ring*>> rings_;  // [src][dst]
+  std::vector<std::vector<rte_ring*>> rings_;  // [src][dst] hand-off
+  std::vector<rte_ring*> requests_, responses_;  // per lcore
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::vector<std::unique_ptr<Lcore>> lcores_;
-  std::atomic<const Snapshot*> snapshot_{nullptr};
+  std::atomic<const Snapshot*> published_{nullptr};
   std::atomic<bool> stop_{false};
   bool running_ = false;
   const agg::Kernels* kernels_ = nullptr;
   std::vector<std::string> steering_lines_;
+  std::vector<std::vector<uint16_t>> steered_;  // per port: the UDP ports with a flow rule, by queue order
 };
 
 }  // namespace phub::engine

@@ -1,5 +1,6 @@
 // One poll-mode worker lcore: it polls its RX queues and hand-off rings, aggregates the chunks it owns,
-// answers ARP/ICMP, sends results, and reports a quiescent state once per loop iteration.
+// answers ARP/ICMP, sends results, serves the control thread's requests, and reports a quiescent state
+// once per loop iteration.
 #pragma once
 
 #include <rte_rcu_qsbr.h>
@@ -13,6 +14,7 @@
 
 #include "phub/drivers/eth_port.hpp"
 #include "phub/engine/counters.hpp"
+#include "phub/engine/requests.hpp"
 #include "phub/engine/snapshot.hpp"
 #include "phub/engine/tx_buffer.hpp"
 #include "phub/proto/frame.hpp"
@@ -29,6 +31,8 @@ struct LcoreResources {
   rte_mempool* copy_pool = nullptr;   // full mbufs for ports that cannot chain
   std::vector<rte_ring*> inbox;       // rings other lcores hand this one its packets through
   std::vector<rte_ring*> outbox;      // outbox[owner]: ring to hand a packet to lcore `owner` (null: self)
+  rte_ring* requests = nullptr;       // from the control thread (Request*)
+  rte_ring* responses = nullptr;      // back to it
   const std::atomic<const Snapshot*>* snapshot = nullptr;
   rte_rcu_qsbr* qsbr = nullptr;
   const std::atomic<bool>* stop = nullptr;
@@ -43,6 +47,13 @@ class Lcore {
   // The main loop; returns when *stop becomes true.
   int run() noexcept;
 
+  // The control thread serves the lcore's requests itself while the lcore does not run (before start(),
+  // after stop()).
+  void serve_requests_stopped(const Snapshot& s) noexcept {
+    snap_ = &s;
+    serve_requests(s);
+  }
+
   [[nodiscard]] const LcoreCounters& counters() const noexcept { return counters_; }
   [[nodiscard]] const LcoreResources& resources() const noexcept { return r_; }
   // One line: lcore id, queues, owned shards per job.
@@ -50,6 +61,15 @@ class Lcore {
 
  private:
   struct Rx;  // a parsed frame on its way through the handlers
+
+  // The steps of one loop iteration (lcore.cpp), in the manner of DPDK's l3fwd.
+  uint32_t poll_rx(Rx& rx, const Snapshot& s) noexcept;     // bursts from the lcore's queues
+  uint32_t poll_inbox(Rx& rx, const Snapshot& s) noexcept;  // frames other lcores handed over
+  void drain_tx(uint32_t work) noexcept;                    // buffered results out, on a TSC deadline
+  void tick(const Snapshot& s) noexcept;                    // timers: stalled rounds, control requests
+  void quiescent() noexcept;                                // RCU: nothing of older snapshots is held
+  void idle(uint32_t work) noexcept;                        // back off after a run of empty polls
+  void serve_requests(const Snapshot& s) noexcept;
 
   // `port`: index of the port the frame arrived on (0xffff: unknown).
   // `rx` is the loop's one scratch record, refilled by each frame's parse (not zeroed per frame).
@@ -69,6 +89,11 @@ class Lcore {
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   void on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  // The job's current key, and the previous one while a rotation's overlap lasts: the tag of `wire` is
+  // checked against either; `previous` says which matched. False if neither does.
+  bool verify(const JobPlan& plan, std::span<const std::byte, proto::kHeaderBytes> wire, bool& previous) const noexcept;
+  // Sign a message to `peer` with the key its own packets carry.
+  static void sign_for(const JobPlan& plan, const Peer& peer, std::span<std::byte, proto::kHeaderBytes> wire) noexcept;
   // Rank 0 restarted the job: every chunk this lcore owns starts again at round 0 of `epoch`.
   void start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept;
   void on_probe(rte_mbuf* m, Rx& rx) noexcept;
@@ -77,37 +102,48 @@ class Lcore {
   void send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                     uint16_t rank) noexcept;
   void send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept;
-  void send_error(const Rx& rx, const JobPlan& plan, proto::Status status, uint32_t aux) noexcept;
+  void send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept;
   // A header-only answer to the sender of `rx` (errors, join acknowledgements).
-  void reply(const Rx& rx, const JobPlan& plan, proto::Header h) noexcept;
+  void reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h) noexcept;
   void send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
                      uint32_t aux) noexcept;
   void finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  // A chunk's round in progress ended (completed, or dropped by a restart): one open round less.
+  static void close_round(LcoreJob& lj) noexcept { __atomic_store_n(&lj.open_rounds, lj.open_rounds - 1, __ATOMIC_RELAXED); }
   // Before out[cur ^ 1] of `c` is overwritten: send what still points at it, else swap in a spare.
   void release_previous(LcoreJob& lj, Chunk& c) noexcept;
   void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
 
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
-  rte_mbuf* start_message(const JobPlan& plan, Peer& peer, const proto::Header& h) noexcept;
+  rte_mbuf* start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept;
   // The same into a given mbuf (freed on failure).
-  bool write_message(rte_mbuf* m, const JobPlan& plan, Peer& peer, const proto::Header& h) noexcept;
+  bool write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept;
   // Appends the frame headers to `m` and writes its Ethernet/IPv4/UDP part for `udp_payload_bytes`; returns
   // where the phub header goes, or null (m freed) when the mbuf has no room.
-  std::byte* write_l234(rte_mbuf* m, const JobPlan& plan, Peer& peer, size_t udp_payload_bytes) noexcept;
+  std::byte* write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, size_t udp_payload_bytes) noexcept;
   static void attach_result(rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept;
   static void chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept;
-  bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, const Chunk& c, int buf, uint32_t round,
-                   uint32_t seg, uint16_t rank, uint16_t epoch, Peer& peer) noexcept;
-  void count_drop(Drop d) noexcept { ++counters_.drops[static_cast<size_t>(d)]; }
+  bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf,
+                   uint32_t round, uint32_t seg, uint16_t rank, Peer& peer) noexcept;
+  // A drop no job is known for, and one counted against a job.
+  void count_drop(Drop d) noexcept { bump(counters_.drops[static_cast<size_t>(d)]); }
+  static void count_drop(LcoreJob& lj, Drop d) noexcept { bump(lj.counters.drops[static_cast<size_t>(d)]); }
 
   LcoreResources r_;
   LcoreCounters counters_;
+  // Loop state (lcore.cpp).
+  uint64_t hz_ = 0;
+  uint64_t next_timer_ = 0;
+  uint64_t last_drain_ = 0;
+  uint64_t last_quiescent_ = 0;
+  uint32_t idle_polls_ = 0;
   std::vector<TxBuffer> tx_;  // per port
   const Snapshot* snap_ = nullptr;
   uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
   uint32_t seq_ = 0;
   static constexpr uint16_t kMaxBurst = 32;  // frames taken from a queue or inbox at once
   rte_mbuf* consumed_[kMaxBurst];
+  rte_mbuf* burst_[kMaxBurst];  // the frames of the current RX or inbox burst
   uint16_t consumed_n_ = 0;
 };
 

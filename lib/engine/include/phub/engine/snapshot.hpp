@@ -1,4 +1,5 @@
-// The immutable view of the configuration the lcores read through one pointer (swapped on reload).
+// The immutable view of the data plane the lcores read through one pointer, swapped on reload, and the
+// per-job state it points into.
 #pragma once
 
 #include <array>
@@ -9,7 +10,8 @@
 #include <vector>
 
 #include "phub/config/config.hpp"
-#include "phub/engine/job.hpp"
+#include "phub/engine/job_plan.hpp"
+#include "phub/engine/lcore_job.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::engine {
@@ -20,7 +22,18 @@ struct PortInfo {
   uint32_t ipv4 = 0;           // host order
   proto::MacAddr mac{};
   uint16_t mtu = 1500;
-  bool zero_copy_tx = false;   // chained mbufs with external buffers
+  bool zero_copy_tx = false;   // chained mbufs with external buffers (ports[].tx_copy off and the PMD can)
+};
+
+// The mutable state of one admitted job: what each lcore owns for it (chunks, buffers, rounds, peers,
+// counters). It lives as long as some snapshot refers to it, and after that until no transmit still points
+// into its result buffers (Engine retires it). A reload that changes the job in place keeps it.
+struct JobRuntime {
+  uint32_t id = 0;
+  std::vector<std::unique_ptr<LcoreJob>> lcores;  // by lcore index
+
+  [[nodiscard]] uint64_t transmits_in_flight() const noexcept;
+  [[nodiscard]] uint64_t open_rounds() const noexcept;  // chunks with a round in progress, over the lcores
 };
 
 inline uint64_t next_snapshot_generation() noexcept {
@@ -33,8 +46,10 @@ struct Snapshot {
   const uint64_t generation = next_snapshot_generation();
   std::shared_ptr<const config::Config> config;
   std::vector<PortInfo> ports;
+  // The jobs, by index: their plans and their state (parallel vectors).
   std::vector<std::shared_ptr<const JobPlan>> jobs;
-  // lcore_jobs[lcore][job]: the mutable part each lcore owns (owned by the Engine, outliving snapshots).
+  std::vector<std::shared_ptr<JobRuntime>> runtimes;
+  // lcore_jobs[lcore][job]: runtimes[job]->lcores[lcore], for the lcores' lookups.
   std::vector<std::vector<LcoreJob*>> lcore_jobs;
   // UDP destination port -> job index + 1 (0: no job listens there).
   std::vector<uint16_t> port_to_job = std::vector<uint16_t>(65536, 0);
@@ -47,6 +62,12 @@ struct Snapshot {
   [[nodiscard]] int job_by_id(uint32_t id) const noexcept {
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (jobs[i]->cfg.id == id) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  [[nodiscard]] int job_by_name(std::string_view name) const noexcept {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs[i]->cfg.name == name) return static_cast<int>(i);
     }
     return -1;
   }

@@ -1,5 +1,7 @@
 // Buffered transmit for one (port, queue): packets wait here until the next flush; what the queue
-// cannot take is kept for the next flush, and only a full buffer drops (counted).
+// cannot take is kept for the next flush, and only a full buffer drops (counted). Once a packet is
+// handed to the port it belongs to the PMD (which may free or reuse it at once): everything the
+// counters need is taken when the packet is queued.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -11,12 +13,14 @@
 
 namespace phub::engine {
 
-class TxBuffer {
+// Port: anything with `uint16_t tx(uint16_t queue, rte_mbuf** pkts, uint16_t n) const` (tests use a stand-in).
+template <class Port>
+class BasicTxBuffer {
  public:
   static constexpr uint16_t kCapacity = 2048;
   static constexpr uint16_t kBurst = 32;
 
-  void bind(const drivers::EthPort* port, uint16_t queue) noexcept {
+  void bind(const Port* port, uint16_t queue) noexcept {
     port_ = port;
     queue_ = queue;
   }
@@ -27,11 +31,13 @@ class TxBuffer {
       flush(c);
       if (count_ == kCapacity) {
         rte_pktmbuf_free(m);
-        ++c.drops[static_cast<size_t>(Drop::tx_full)];
+        bump(c.drops[static_cast<size_t>(Drop::tx_full)]);
         return false;
       }
     }
-    pkts_[(head_ + count_) % kCapacity] = m;
+    const uint16_t at = static_cast<uint16_t>((head_ + count_) % kCapacity);
+    pkts_[at] = m;
+    bytes_[at] = m->pkt_len;
     ++count_;
     if (count_ >= kBurst) flush(c);
     return true;
@@ -43,8 +49,10 @@ class TxBuffer {
       const uint16_t contiguous = static_cast<uint16_t>(kCapacity - head_ < count_ ? kCapacity - head_ : count_);
       const uint16_t n = contiguous < kBurst ? contiguous : kBurst;
       const uint16_t sent = port_->tx(queue_, &pkts_[head_], n);
-      for (uint16_t i = 0; i < sent; ++i) c.tx_bytes += pkts_[head_ + i]->pkt_len;
-      c.tx_packets += sent;
+      uint64_t bytes = 0;
+      for (uint16_t i = 0; i < sent; ++i) bytes += bytes_[head_ + i];
+      bump(c.tx_bytes, bytes);
+      bump(c.tx_packets, sent);
       head_ = static_cast<uint16_t>((head_ + sent) % kCapacity);
       count_ = static_cast<uint16_t>(count_ - sent);
       if (sent < n) return;  // queue full: retry on the next flush
@@ -63,11 +71,14 @@ class TxBuffer {
   }
 
  private:
-  const drivers::EthPort* port_ = nullptr;
+  const Port* port_ = nullptr;
   uint16_t queue_ = 0;
   uint16_t head_ = 0;
   uint16_t count_ = 0;
   rte_mbuf* pkts_[kCapacity];
+  uint32_t bytes_[kCapacity];  // each queued packet's length, taken before the PMD owns it
 };
+
+using TxBuffer = BasicTxBuffer<drivers::EthPort>;
 
 }  // namespace phub::engine

@@ -63,8 +63,9 @@ enum class Status : uint8_t {
   not_initialized = 5,  // ps mode: weights of this chunk not yet initialised by rank 0
   epoch_mismatch = 6,   // the packet's epoch is not the job's; aux = the job's epoch
   bad_request = 7,      // a well-formed packet the job cannot accept (dtype mismatch, wrong owner, ...)
+  draining = 8,         // the operator drained the job (or a reload removes it): no new rounds start
 };
-inline constexpr uint8_t kStatusMax = 7;
+inline constexpr uint8_t kStatusMax = 8;
 
 [[nodiscard]] std::string_view status_name(Status s) noexcept;
 

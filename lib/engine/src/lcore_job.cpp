@@ -1,5 +1,5 @@
-// Job planning (layout, math, auth, memory) and the per-lcore chunk memory of a job.
-#include "phub/engine/job.hpp"
+// The per-lcore part of a job: chunk memory carved from one arena, result buffers, peers, rate limiter.
+#include "phub/engine/lcore_job.hpp"
 
 #include <rte_errno.h>
 #include <rte_malloc.h>
@@ -13,24 +13,6 @@ namespace phub::engine {
 namespace {
 
 constexpr uint64_t round64(uint64_t n) noexcept { return (n + 63) / 64 * 64; }
-
-agg::OptimizerParams map_optimizer(const config::Optimizer& o) {
-  agg::OptimizerParams p;
-  switch (o.kind) {
-    case config::OptimizerKind::sgd: p.kind = agg::OptimizerKind::sgd; break;
-    case config::OptimizerKind::momentum: p.kind = agg::OptimizerKind::momentum; break;
-    case config::OptimizerKind::nesterov: p.kind = agg::OptimizerKind::nesterov; break;
-    case config::OptimizerKind::adam: p.kind = agg::OptimizerKind::adam; break;
-  }
-  p.lr = o.lr;
-  p.momentum = o.momentum;
-  p.beta1 = o.beta1;
-  p.beta2 = o.beta2;
-  p.eps = o.eps;
-  p.weight_decay = o.weight_decay;
-  p.adamw = o.adamw;
-  return p;
-}
 
 // Called by whoever frees the last mbuf of a replaced result buffer: it becomes a spare again.
 void return_result_buffer(void* /*addr*/, void* opaque) {
@@ -46,60 +28,16 @@ rte_iova_t iova_of(const void* p) noexcept {
   return rte_mem_virt2iova(p);
 }
 
-std::string job_name(const config::Job& j) { return "job '" + j.name + "' (id " + std::to_string(j.id) + ")"; }
-
 }  // namespace
-
-Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores, uint16_t mtu,
-                                        const agg::Kernels& kernels) {
-  JobPlan p;
-  p.cfg = job;
-  p.lcores = lcores;
-  const uint32_t seg = proto::segment_elems(mtu, job.dtype);
-  if (seg == 0) return unexpected(job_name(job) + ": MTU " + std::to_string(mtu) + " leaves no room for elements");
-
-  proto::LayoutParams lp;
-  for (const auto& k : job.keys) lp.key_elems.push_back(k.elems);
-  lp.chunk_elems = job.chunk_bytes / 4;
-  lp.owners = static_cast<uint16_t>(lcores * job.shard_count);
-  lp.segment_elems = seg;
-  auto layout = proto::Layout::build(lp);
-  if (!layout) return unexpected(job_name(job) + ": " + layout.error());
-  p.layout = std::move(*layout);
-
-  JobMath& m = p.math;
-  m.kernels = &kernels;
-  m.workers = job.workers;
-  m.bitmap_words = static_cast<uint16_t>((job.workers + 63) / 64);
-  m.in_dtype = job.dtype;
-  m.out_dtype = job.dtype;
-  m.ps = job.mode == config::JobMode::ps;
-  m.mean = job.reduce == config::Reduce::mean;
-  m.deterministic = job.deterministic;
-  m.segment_elems = seg;
-  m.round_modulus = job.round_modulus;
-  m.optimizer = map_optimizer(job.optimizer);
-
-  p.authenticated = !job.secret.empty();
-  if (p.authenticated) p.key = proto::derive_key(job.secret);
-  p.rate_per_lcore_pps = job.rate_limit_pps == 0 ? 0 : (job.rate_limit_pps + lcores - 1) / lcores;
-  p.first_owner = static_cast<uint16_t>(job.shard_index * lcores);
-  p.memory = estimate_job_memory(m, p.layout, p.first_owner, lcores);
-  if (job.quota_bytes != 0 && p.memory.total() > job.quota_bytes) {
-    return unexpected(job_name(job) + " refused: it needs " + p.memory.describe() + ", over its quota of " +
-                      std::to_string(job.quota_bytes) + " bytes");
-  }
-  return p;
-}
 
 Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan& plan, uint16_t lcore, int socket) {
   static std::atomic<uint32_t> serial{0};
   std::unique_ptr<LcoreJob> lj(new LcoreJob());
-  lj->plan_ = &plan;
+  lj->workers_ = plan.math.workers;
   const JobMath& m = plan.math;
   const auto owned = plan.layout.owned(static_cast<uint16_t>(plan.first_owner + lcore));
   const auto n = static_cast<uint32_t>(owned.size());
-  const std::string who = job_name(plan.cfg) + " on lcore index " + std::to_string(lcore);
+  const std::string who = job_label(plan.cfg) + " on lcore index " + std::to_string(lcore);
   auto fail = [&](const std::string& what, uint64_t bytes) {
     return unexpected(who + ": cannot allocate " + what + " (" + std::to_string(bytes) +
                       " bytes): server memory exhausted");
@@ -130,6 +68,8 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
   const std::string ring_name = "phub_rb" + std::to_string(serial.fetch_add(1));
   lj->spares_ = rte_ring_create(ring_name.c_str(), rte_align32pow2(spares + 1), socket, RING_F_SC_DEQ);
   if (lj->spares_ == nullptr) return unexpected(who + ": spare ring: " + rte_strerror(rte_errno));
+  lj->result_objects_ = objects;
+  lj->result_object_bytes_ = obj_bytes;
   lj->allocated_bytes =
       arena_bytes + chunks_bytes + peers_bytes + objects * obj_bytes + spares_ring_bytes(spares);
 
@@ -140,7 +80,8 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
     b->home = lj->spares_;
     b->shinfo.free_cb = return_result_buffer;
     b->shinfo.fcb_opaque = b;
-    rte_mbuf_ext_refcnt_set(&b->shinfo, 1);
+    // A chunk's buffer holds the chunk's reference; a spare in the ring holds none.
+    rte_mbuf_ext_refcnt_set(&b->shinfo, i < 2 * n ? 1 : 0);
     if (i >= 2 * n) (void)rte_ring_mp_enqueue(lj->spares_, b);
   }
 
@@ -187,14 +128,22 @@ bool LcoreJob::renew_previous(Chunk& c) noexcept {
 }
 
 void LcoreJob::forget_peers() noexcept {
-  for (uint16_t r = 0; r < plan_->math.workers; ++r) {
+  for (uint16_t r = 0; r < workers_; ++r) {
     peers_[r].known = false;
     peers_[r].incarnation = 0;
   }
 }
 
-bool LcoreJob::admit_packet(uint64_t now_tsc, uint64_t tsc_hz) noexcept {
-  const uint64_t rate = plan_->rate_per_lcore_pps;
+uint64_t LcoreJob::transmits_in_flight() const noexcept {
+  uint64_t refs = 0;
+  for (uint32_t i = 0; i < result_objects_; ++i) {
+    const auto* b = reinterpret_cast<const ResultBuf*>(result_block_ + i * result_object_bytes_);
+    refs += rte_mbuf_ext_refcnt_read(&b->shinfo);
+  }
+  return refs - 2ull * chunk_count_;  // every chunk holds one reference to each of its two buffers
+}
+
+bool LcoreJob::admit_packet(uint64_t now_tsc, uint64_t tsc_hz, uint64_t rate) noexcept {
   if (rate == 0) return true;
   const double burst = std::max<double>(32.0, static_cast<double>(rate) / 100.0);
   if (tokens_tsc_ == 0) {

@@ -1,4 +1,5 @@
-// A job in the data plane: its immutable plan (in the snapshot) and the part each lcore owns.
+// The part of a job each lcore owns: its chunks and their memory, the ranks' addresses, the rate limiter
+// and the counters. Created by the control thread, then touched only by the owning lcore.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -12,34 +13,12 @@
 #include <vector>
 
 #include "phub/base/expected.hpp"
-#include "phub/config/config.hpp"
 #include "phub/engine/chunk.hpp"
 #include "phub/engine/counters.hpp"
-#include "phub/engine/memory.hpp"
-#include "phub/proto/auth.hpp"
+#include "phub/engine/job_plan.hpp"
 #include "phub/proto/frame.hpp"
-#include "phub/proto/layout.hpp"
 
 namespace phub::engine {
-
-// Everything about a job that never changes while it runs.
-struct JobPlan {
-  config::Job cfg;
-  uint32_t index = 0;          // position in the snapshot's job table
-  proto::Layout layout;
-  JobMath math;
-  proto::AuthKey key;
-  bool authenticated = false;  // the job has a secret: every packet must carry its tag
-  uint16_t lcores = 1;         // lcores of this server
-  uint16_t first_owner = 0;    // layout owner of this server's lcore 0 (sharded jobs: shard_index * lcores)
-  uint64_t rate_per_lcore_pps = 0;
-  JobMemory memory;            // the admission estimate
-};
-
-// Builds the plan of `job` for `lcores` lcores (times the job's shards: the layout's owners) and an IP MTU of
-// `mtu`, without allocating data-plane memory.
-[[nodiscard]] Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores, uint16_t mtu,
-                                                      const agg::Kernels& kernels);
 
 // Where a rank's packets come from: results and errors go back there.
 struct Peer {
@@ -48,6 +27,7 @@ struct Peer {
   uint16_t udp_port = 0;
   uint8_t port = 0;       // index of the server port it arrived on
   bool known = false;
+  bool previous_key = false;  // its packets carry the job's previous secret (a rotation's overlap window)
   uint32_t incarnation = 0;  // the worker process that joined this epoch as this rank (0: none yet)
   // The Ethernet/IPv4/UDP headers of the last message sent to this peer, reused while the snapshot and
   // the UDP payload length stay the same (every full-size result of a job has the same length).
@@ -66,7 +46,8 @@ struct ResultBuf {
 };
 
 // The chunks (and their memory) that one lcore owns for one job. Created by the control thread on the
-// lcore's NUMA socket before the lcore can see it; afterwards only that lcore touches it.
+// lcore's NUMA socket before the lcore can see it; afterwards only that lcore touches it, except for the
+// counters and gauges, which the control thread reads.
 class LcoreJob {
  public:
   [[nodiscard]] static Expected<std::unique_ptr<LcoreJob>, std::string> create(const JobPlan& plan, uint16_t lcore,
@@ -78,6 +59,7 @@ class LcoreJob {
   [[nodiscard]] Chunk& chunk(uint32_t local_index) noexcept { return chunks_[local_index]; }
   [[nodiscard]] uint32_t chunk_count() const noexcept { return chunk_count_; }
   [[nodiscard]] Peer& peer(uint16_t rank) noexcept { return peers_[rank]; }
+  [[nodiscard]] uint16_t workers() const noexcept { return workers_; }
 
   // The result buffer behind out[i] of a chunk.
   [[nodiscard]] static ResultBuf* buf(const Chunk& c, int i) noexcept { return static_cast<ResultBuf*>(c.out_handle[i]); }
@@ -88,15 +70,20 @@ class LcoreJob {
   // and let the last mbuf return the old one to the pool. False if no spare was left (the old buffer is
   // then reused: only stale resends could see the new data).
   bool renew_previous(Chunk& c) noexcept;
+  // References to the job's result buffers held by mbufs (queued or in flight): the memory may be freed
+  // only once this is 0 and no lcore can reach the job any more. Any thread.
+  [[nodiscard]] uint64_t transmits_in_flight() const noexcept;
 
-  // Token bucket of the job's rate limit, this lcore's share. True if the packet may pass.
-  bool admit_packet(uint64_t now_tsc, uint64_t tsc_hz) noexcept;
+  // Token bucket of the job's rate limit, this lcore's share (0: unlimited). True if the packet may pass.
+  bool admit_packet(uint64_t now_tsc, uint64_t tsc_hz, uint64_t rate_pps) noexcept;
 
   // Every rank's address and incarnation become unknown (a new epoch: the restarted workers join).
   void forget_peers() noexcept;
 
   JobCounters counters;
   uint16_t epoch = 0;            // the job's epoch on this lcore (see docs/protocol.md, "Epochs")
+  bool draining = false;         // no new rounds: the operator drains the job, or a reload removes it
+  uint64_t open_rounds = 0;      // chunks with a round in progress (a gauge; written with bump())
   uint32_t stall_cursor = 0;
   uint64_t allocated_bytes = 0;  // what create() took from the DPDK heap and mempools
 
@@ -104,12 +91,14 @@ class LcoreJob {
   LcoreJob() = default;
   void attach(Chunk& c, int i, ResultBuf* b) noexcept;
 
-  const JobPlan* plan_ = nullptr;
   Chunk* chunks_ = nullptr;
   uint32_t chunk_count_ = 0;
   Peer* peers_ = nullptr;
+  uint16_t workers_ = 0;
   std::byte* arena_ = nullptr;
   std::byte* result_block_ = nullptr;
+  uint32_t result_objects_ = 0;
+  uint64_t result_object_bytes_ = 0;
   rte_ring* spares_ = nullptr;
   double tokens_ = 0;
   uint64_t tokens_tsc_ = 0;

@@ -1,0 +1,42 @@
+// Everything about a job that stays the same while it runs: its chunk map, arithmetic, keys and limits.
+// No DPDK: a plan is computed from the config alone, and a reload compares and replaces plans.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "phub/agg/kernels.hpp"
+#include "phub/base/expected.hpp"
+#include "phub/config/config.hpp"
+#include "phub/engine/chunk.hpp"
+#include "phub/engine/memory.hpp"
+#include "phub/proto/auth.hpp"
+#include "phub/proto/frame.hpp"
+#include "phub/proto/layout.hpp"
+
+namespace phub::engine {
+
+struct JobPlan {
+  config::Job cfg;
+  proto::Layout layout;
+  JobMath math;
+  proto::AuthKey key;
+  bool authenticated = false;  // the job has a secret: every packet must carry its tag
+  // A rotated secret: packets tagged with the previous key are still accepted until previous_until_tsc.
+  proto::AuthKey previous_key;
+  uint64_t previous_until_tsc = 0;  // 0: no previous key
+  uint16_t lcores = 1;         // lcores of this server
+  uint16_t first_owner = 0;    // layout owner of this server's lcore 0 (sharded jobs: shard_index * lcores)
+  uint64_t rate_per_lcore_pps = 0;
+  JobMemory memory;            // the admission estimate
+};
+
+// The plan of `job` for `lcores` lcores (times the job's shards: the layout's owners) and an IP MTU of
+// `mtu`. Refuses a job over its quota.
+[[nodiscard]] Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores, uint16_t mtu,
+                                                      const agg::Kernels& kernels);
+
+// "job 'name' (id N)", for messages.
+[[nodiscard]] std::string job_label(const config::Job& j);
+
+}  // namespace phub::engine

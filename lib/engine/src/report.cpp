@@ -1,0 +1,100 @@
+// Reading the counters (control thread): the report every exporter formats, the sums, and the text form.
+#include <rte_mempool.h>
+
+#include <sstream>
+
+#include "phub/engine/engine.hpp"
+
+namespace phub::engine {
+
+CounterReport Engine::report() const {
+  CounterReport r;
+  const Snapshot& s = snapshot();
+  r.tsc_hz = s.tsc_hz;
+  for (const auto& l : lcores_) {
+    CounterReport::Lcore lc;
+    lc.lcore_id = l->resources().lcore_id;
+    lc.index = l->resources().index;
+    accumulate(lc.counters, l->counters());
+    r.lcores.push_back(std::move(lc));
+  }
+  for (size_t j = 0; j < s.jobs.size(); ++j) {
+    CounterReport::Job job;
+    job.id = s.jobs[j]->cfg.id;
+    job.name = s.jobs[j]->cfg.name;
+    for (const auto& lj : s.runtimes[j]->lcores) {
+      accumulate(job.counters, lj->counters);
+      const auto epoch = __atomic_load_n(&lj->epoch, __ATOMIC_RELAXED);
+      if (proto::epoch_newer(epoch, job.epoch)) job.epoch = epoch;
+      job.draining = job.draining || __atomic_load_n(&lj->draining, __ATOMIC_RELAXED);
+      job.open_rounds += load(lj->open_rounds);
+    }
+    r.jobs.push_back(std::move(job));
+  }
+  for (size_t p = 0; p < ports_.size(); ++p) r.ports.push_back({s.ports[p].name, ports_[p]->stats()});
+  return r;
+}
+
+Totals Engine::totals() const {
+  const CounterReport r = report();
+  Totals t;
+  for (const auto& l : r.lcores) accumulate(t.lcores, l.counters);
+  for (const auto& j : r.jobs) {
+    t.jobs.push_back(j.counters);
+    for (size_t d = 0; d < kDropCount; ++d) t.lcores.drops[d] += j.counters.drops[d];
+  }
+  return t;
+}
+
+std::string Engine::format_counters() const {
+  const CounterReport r = report();
+  std::ostringstream o;
+  for (const auto& l : r.lcores) {
+    const LcoreCounters& c = l.counters;
+    o << "lcore " << l.lcore_id << ":";
+    for (const auto& f : kLcoreFields) o << " " << f.name << " " << c.*f.member;
+    o << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0) << "\n";
+  }
+  for (const auto& j : r.jobs) {
+    const JobCounters& c = j.counters;
+    o << "job " << j.name << ":";
+    for (const auto& f : kJobFields) o << " " << f.name << " " << c.*f.member;
+    o << " epoch " << j.epoch << (j.draining ? " draining" : "") << "\n";
+  }
+  o << "drops:";
+  bool any = false;
+  const Totals t = totals();
+  for (size_t d = 0; d < kDropCount; ++d) {
+    if (t.lcores.drops[d] == 0) continue;
+    o << " " << drop_name(static_cast<Drop>(d)) << " " << t.lcores.drops[d];
+    any = true;
+  }
+  for (size_t d = 0; d < proto::kParseErrorCount; ++d) {
+    if (t.lcores.malformed[d] == 0) continue;
+    o << " malformed_" << proto::parse_error_name(static_cast<proto::ParseError>(d)) << " " << t.lcores.malformed[d];
+    any = true;
+  }
+  o << (any ? "\n" : " none\n");
+  for (const auto& p : r.ports) {
+    o << "port " << p.name << ": rx_packets " << p.stats.rx_packets << " rx_missed " << p.stats.rx_missed
+      << " rx_nombuf " << p.stats.rx_nombuf << " rx_errors " << p.stats.rx_errors << " tx_packets "
+      << p.stats.tx_packets << " tx_errors " << p.stats.tx_errors << "\n";
+  }
+  return o.str();
+}
+
+unsigned Engine::transmit_mbufs_in_use() const {
+  unsigned n = 0;
+  for (const auto* pool : {&hdr_pool_, &ext_pool_, &copy_pool_}) {
+    if (pool->get() != nullptr) n += rte_mempool_in_use_count(pool->get());
+  }
+  return n;
+}
+
+uint64_t Engine::job_allocated_bytes(size_t job_index) const {
+  uint64_t total = 0;
+  for (const auto& lj : snapshot().runtimes[job_index]->lcores) total += lj->allocated_bytes;
+  return total;
+}
+
+}  // namespace phub::engine
