@@ -20,6 +20,18 @@ class Mismatches {
   std::ostringstream o_;
 };
 
+// How many frames of a job the server drops for `d`: only what the schedule provokes is answered with an
+// error (round_behind, round_ahead where a modulus aliases, not_initialized); nothing else.
+uint64_t provoked(engine::Drop d, const JobTally& t) {
+  const auto errors = [&](proto::Status s) { return t.errors_by_status[static_cast<size_t>(s)]; };
+  switch (d) {
+    case engine::Drop::round_behind: return errors(proto::Status::round_behind);
+    case engine::Drop::round_ahead: return errors(proto::Status::round_ahead);
+    case engine::Drop::not_initialized: return errors(proto::Status::not_initialized);
+    default: return 0;
+  }
+}
+
 void check_job(const engine::JobCounters& c, const JobRun& j, Mismatches& m) {
   const std::string p = "job [" + std::to_string(j.index) + "] ";
   const JobTally& t = j.tally;
@@ -43,12 +55,14 @@ void check_job(const engine::JobCounters& c, const JobRun& j, Mismatches& m) {
   if (j.ps()) m.within(p + "inits (before the first update)", c.inits, segments, t.init_packets);
   m.equal(p + "results_sent (every one received)", c.results_sent, t.results);
   m.equal(p + "errors_sent (every one received)", c.errors_sent, t.errors);
-}
-
-uint64_t sum_status(const std::vector<std::unique_ptr<JobRun>>& jobs, proto::Status s) {
-  uint64_t n = 0;
-  for (const auto& j : jobs) n += j->tally.errors_by_status[static_cast<size_t>(s)];
-  return n;
+  m.equal(p + "epochs_started", c.epochs_started, 0);
+  m.equal(p + "resets", c.resets, 0);
+  // The drops the schedule provokes, counted against the job, each answered with an error the rank
+  // received; no other drop of the job.
+  for (size_t d = 0; d < engine::kDropCount; ++d) {
+    const auto drop = static_cast<engine::Drop>(d);
+    m.equal(p + "drop " + std::string(engine::drop_name(drop)), c.drops[d], provoked(drop, t));
+  }
 }
 
 }  // namespace
@@ -58,13 +72,11 @@ void check_counters(const engine::Engine& engine, const std::vector<std::unique_
   const engine::Totals t = engine.totals();
   Mismatches m;
   for (const auto& j : jobs) check_job(t.jobs[j->index], *j, m);
-  // The drops the schedule provokes, each answered with an error the rank received; no other drop.
+  // Every drop, the lcores' and the jobs' together: only the ones the jobs' schedules provoked.
   for (size_t d = 0; d < engine::kDropCount; ++d) {
     const auto drop = static_cast<engine::Drop>(d);
     uint64_t expected = 0;
-    if (drop == engine::Drop::round_behind) expected = sum_status(jobs, proto::Status::round_behind);
-    if (drop == engine::Drop::round_ahead) expected = sum_status(jobs, proto::Status::round_ahead);
-    if (drop == engine::Drop::not_initialized) expected = sum_status(jobs, proto::Status::not_initialized);
+    for (const auto& j : jobs) expected += provoked(drop, j->tally);
     m.equal("drop " + std::string(engine::drop_name(drop)), t.lcores.drops[d], expected);
   }
   for (size_t p = 0; p < proto::kParseErrorCount; ++p) {
