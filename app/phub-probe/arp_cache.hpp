@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "phub/proto/frame.hpp"
+#include "phub/base/mac.hpp"
 
 namespace phub::probe {
 
@@ -14,7 +14,7 @@ class ArpCache {
   // Entries live `ttl` time units (the caller's clock: TSC cycles in the agent).
   explicit ArpCache(uint64_t ttl) : ttl_(ttl) {}
 
-  void learn(uint32_t ip, const proto::MacAddr& mac, uint64_t now) noexcept {
+  void learn(uint32_t ip, const MacAddr& mac, uint64_t now) noexcept {
     for (Entry& e : entries_)
       if (e.ip == ip) {
         e = Entry{ip, mac, now + ttl_};
@@ -24,7 +24,7 @@ class ArpCache {
     next_ = (next_ + 1) % entries_.size();
   }
 
-  [[nodiscard]] const proto::MacAddr* find(uint32_t ip, uint64_t now) const noexcept {
+  [[nodiscard]] const MacAddr* find(uint32_t ip, uint64_t now) const noexcept {
     for (const Entry& e : entries_)
       if (e.ip == ip && ip != 0 && now < e.expires) return &e.mac;
     return nullptr;
@@ -33,7 +33,7 @@ class ArpCache {
  private:
   struct Entry {
     uint32_t ip = 0;
-    proto::MacAddr mac{};
+    MacAddr mac{};
     uint64_t expires = 0;
   };
   uint64_t ttl_;

@@ -4,11 +4,12 @@
 #include <rte_cycles.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "phub/base/bytes.hpp"
+#include "phub/drivers/arp_mbuf.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/header.hpp"
+#include "phub/proto/probe_reflect.hpp"
 
 namespace phub::probe {
 namespace {
@@ -16,24 +17,6 @@ namespace {
 constexpr uint16_t kBurst = 32;
 constexpr uint64_t kArpTtlSeconds = 60;
 constexpr size_t kUdpChecksumOffset = 6;
-
-// The probe datagram's IPv4 and UDP headers rewritten in place to go back to its sender.
-void turn_around(std::span<std::byte> frame, const proto::PhubFrame& f, const StationAddr& me) noexcept {
-  std::byte* p = frame.data();
-  std::memcpy(p, f.l2.src.data(), 6);
-  std::memcpy(p + 6, me.mac.data(), 6);
-  std::byte* ip = p + f.l2.l3_offset;
-  const size_t ip_header_bytes = f.ip.l4_offset - f.l2.l3_offset;
-  ip[8] = std::byte{64};
-  store_be<uint32_t>(ip + 12, me.ip);
-  store_be<uint32_t>(ip + 16, f.ip.src);
-  store_be<uint16_t>(ip + 10, 0);
-  store_be<uint16_t>(ip + 10, proto::inet_checksum(std::span<const std::byte>(ip, ip_header_bytes)));
-  std::byte* udp = p + f.ip.l4_offset;
-  store_be<uint16_t>(udp, f.udp.dst_port);
-  store_be<uint16_t>(udp + 2, f.udp.src_port);
-  store_be<uint16_t>(udp + kUdpChecksumOffset, 0);  // none (legal over IPv4): the body changes below
-}
 
 }  // namespace
 
@@ -48,7 +31,7 @@ uint32_t Station::next_hop(uint32_t ip) const noexcept {
   return ((ip ^ addr_.ip) & addr_.netmask) == 0 ? ip : addr_.gateway;
 }
 
-const proto::MacAddr* Station::mac_of(uint32_t ip) const noexcept { return arp_.find(ip, rte_rdtsc()); }
+const MacAddr* Station::mac_of(uint32_t ip) const noexcept { return arp_.find(ip, rte_rdtsc()); }
 
 unsigned Station::poll(AwaitedReply* awaited) noexcept {
   std::array<rte_mbuf*, kBurst> rx;
@@ -104,13 +87,8 @@ Station::Fate Station::handle(rte_mbuf* m, uint64_t rx_tsc, AwaitedReply* awaite
   const std::span<std::byte> body = frame.subspan(body_offset, f->hdr.payload_bytes);
   if (f->hdr.opcode == proto::Opcode::probe_request) {
     ++ours;
-    turn_around(frame, *f, addr_);
-    proto::Header h = f->hdr;
-    h.opcode = proto::Opcode::probe_reply;
-    h.flags = static_cast<uint16_t>(h.flags & ~proto::flag::crc);
-    h.crc32c = 0;
-    proto::write_header(h, std::span<std::byte, proto::kHeaderBytes>(frame.data() + f->udp.payload_offset,
-                                                                     proto::kHeaderBytes));
+    // No UDP checksum and no CRC in the reply: the turnaround time goes into its body below.
+    proto::reflect_probe_in_place(frame, *f, addr_.mac);
     ++counters_.reflected;
     last_request_tsc_ = rx_tsc;
     if (body.size() < kMinBodyBytes) return Fate::send;
@@ -140,11 +118,9 @@ Station::Fate Station::handle_arp(std::span<std::byte> frame, const proto::L2& l
   if (!arp || arp->target_ip != addr_.ip || arp->sender_ip == 0) return Fate::drop;
   ++ours;
   arp_.learn(arp->sender_ip, arp->sender_mac, now);
-  if (arp->op != proto::ArpOp::request || frame.size() < proto::kArpFrameBytes) return Fate::drop;
-  const size_t len = proto::build_arp_reply(
-      *arp, addr_.mac, addr_.ip, std::span<std::byte, proto::kArpFrameBytes>(frame.data(), proto::kArpFrameBytes));
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = static_cast<uint32_t>(len);
+  if (arp->op != proto::ArpOp::request || !drivers::rewrite_as_arp_reply(m, *arp, addr_.mac, addr_.ip)) {
+    return Fate::drop;
+  }
   ++counters_.arp_answered;
   return Fate::send;
 }
@@ -157,16 +133,8 @@ bool Station::send_one(rte_mbuf* m) noexcept {
 }
 
 bool Station::send_arp_request(uint32_t target_ip) noexcept {
-  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-  if (m == nullptr) return false;
-  auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kArpFrameBytes));
-  if (p == nullptr) {
-    rte_pktmbuf_free(m);
-    return false;
-  }
-  (void)proto::build_arp_request(addr_.mac, addr_.ip, target_ip,
-                                 std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
-  return send_one(m);
+  rte_mbuf* m = drivers::alloc_arp_request(pool_, addr_.mac, addr_.ip, target_ip);
+  return m != nullptr && send_one(m);
 }
 
 uint64_t Station::send_probe_request(const ProbeTarget& to, uint32_t seq, uint32_t nonce, size_t body_bytes) noexcept {

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "arp_cache.hpp"
+#include "phub/base/mac.hpp"
 #include "phub/drivers/eth_port.hpp"
 #include "phub/proto/frame.hpp"
 #include "probe_body.hpp"
@@ -16,7 +17,7 @@
 namespace phub::probe {
 
 struct StationAddr {
-  proto::MacAddr mac{};
+  MacAddr mac{};
   uint32_t ip = 0;  // host order
   uint32_t netmask = 0;
   uint32_t gateway = 0;  // 0: none
@@ -25,7 +26,7 @@ struct StationAddr {
 
 // Where a probe request goes.
 struct ProbeTarget {
-  proto::MacAddr mac{};  // next hop
+  MacAddr mac{};  // next hop
   uint32_t ip = 0;
   uint16_t udp_port = 0;
 };
@@ -57,7 +58,7 @@ class Station {
 
   // Next hop for `ip`: itself when on-link, else the gateway (0 when there is none).
   [[nodiscard]] uint32_t next_hop(uint32_t ip) const noexcept;
-  [[nodiscard]] const proto::MacAddr* mac_of(uint32_t ip) const noexcept;
+  [[nodiscard]] const MacAddr* mac_of(uint32_t ip) const noexcept;
   [[nodiscard]] bool send_arp_request(uint32_t target_ip) noexcept;
   // Sends probe_request `seq` with a body of `body_bytes`; returns its TSC stamp, or 0 if it was not sent.
   [[nodiscard]] uint64_t send_probe_request(const ProbeTarget& to, uint32_t seq, uint32_t nonce,

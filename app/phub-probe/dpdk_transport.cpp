@@ -1,7 +1,6 @@
 // The DPDK probe transport: one poller thread owns the port; probes are handed to it and timed with the TSC.
 #include "dpdk_transport.hpp"
 
-#include <arpa/inet.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
@@ -15,11 +14,13 @@
 #include <random>
 #include <thread>
 
-#include "dpdk_eal.hpp"
 #include "dpdk_station.hpp"
-#include "net.hpp"
-#include "poll_window.hpp"
+#include "phub/base/eal_args.hpp"
+#include "phub/base/ipv4.hpp"
+#include "phub/base/mac.hpp"
+#include "phub/drivers/eal.hpp"
 #include "phub/drivers/mempool.hpp"
+#include "poll_window.hpp"
 
 namespace phub::probe {
 namespace {
@@ -31,33 +32,10 @@ constexpr uint64_t kMinPeriodUs = 20;      // request periods the reflector lear
 constexpr uint64_t kMaxPeriodUs = 100'000;
 constexpr uint64_t kExactPollUs = 5;       // a request found this soon after an empty poll was timed exactly
 
-Expected<uint32_t, std::string> parse_ipv4(const std::string& text) {
-  auto sa = make_sockaddr(text, 0);
-  if (!sa) return unexpected(sa.error());
-  return ntohl(sa->sin_addr.s_addr);
-}
-
-std::string ipv4_text(uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." + std::to_string((ip >> 8) & 255) +
-         "." + std::to_string(ip & 255);
-}
-
-// "a.b.c.d/n" into the address and its netmask.
-Expected<std::pair<uint32_t, uint32_t>, std::string> parse_cidr(const std::string& text) {
-  const size_t slash = text.find('/');
-  if (slash == std::string::npos) return unexpected("--ipv4 \"" + text + "\": expected A.B.C.D/N");
-  auto ip = parse_ipv4(text.substr(0, slash));
-  if (!ip) return unexpected("--ipv4: " + ip.error());
-  const std::string len_text = text.substr(slash + 1);
-  char* end = nullptr;
-  const long len = std::strtol(len_text.c_str(), &end, 10);
-  if (len_text.empty() || *end != '\0' || len < 1 || len > 32) return unexpected("--ipv4 \"" + text + "\": bad prefix length");
-  return std::pair{*ip, static_cast<uint32_t>(~uint64_t{0} << (32 - len))};
-}
-
 class DpdkTransport final : public ProbeTransport {
  public:
-  DpdkTransport(Eal eal, drivers::Mempool pool, drivers::EthPort port, const StationAddr& addr, unsigned idle_sleep_us)
+  DpdkTransport(drivers::Eal eal, drivers::Mempool pool, drivers::EthPort port, const StationAddr& addr,
+                unsigned idle_sleep_us)
       : eal_(std::move(eal)),
         pool_(std::move(pool)),
         port_(std::move(port)),
@@ -67,7 +45,7 @@ class DpdkTransport final : public ProbeTransport {
         arrivals_(us_to_cycles(kMinPeriodUs), us_to_cycles(kMaxPeriodUs)) {}
 
   Expected<ProbeSamples, std::string> probe(const topo::Host& peer, const ProbeParams& p) override {
-    auto ip = parse_ipv4(peer.addr);
+    auto ip = parse_ipv4_address(peer.addr);
     if (!ip) return unexpected(ip.error());
     Job job{*ip, peer.port, p, static_cast<uint32_t>(std::random_device{}()), {}, {}, false};
     job.samples.rtt_us.reserve(p.count);  // the poller does not allocate
@@ -119,7 +97,7 @@ class DpdkTransport final : public ProbeTransport {
 
   std::string_view name() const override { return "dpdk"; }
   topo::Host endpoint() const override {
-    const std::string ip = ipv4_text(station_.addr().ip);
+    const std::string ip = format_ipv4(station_.addr().ip);
     return {ip, ip, station_.addr().udp_port};
   }
 
@@ -167,17 +145,17 @@ class DpdkTransport final : public ProbeTransport {
   }
 
   // The peer's (or gateway's) MAC, asking by ARP when it is not cached.
-  Expected<proto::MacAddr, std::string> resolve(uint32_t peer_ip) {
+  Expected<MacAddr, std::string> resolve(uint32_t peer_ip) {
     const uint32_t hop = station_.next_hop(peer_ip);
-    if (hop == 0) return unexpected(ipv4_text(peer_ip) + " is off-link and the agent has no --gateway");
+    if (hop == 0) return unexpected(format_ipv4(peer_ip) + " is off-link and the agent has no --gateway");
     for (unsigned attempt = 0; attempt < kArpAttempts; ++attempt) {
-      if (const proto::MacAddr* mac = station_.mac_of(hop)) return *mac;
+      if (const MacAddr* mac = station_.mac_of(hop)) return *mac;
       (void)station_.send_arp_request(hop);
       const uint64_t deadline = rte_rdtsc() + us_to_cycles(kArpWaitMs * 1000);
       while (station_.mac_of(hop) == nullptr && rte_rdtsc() < deadline) (void)station_.poll(nullptr);
     }
-    if (const proto::MacAddr* mac = station_.mac_of(hop)) return *mac;
-    return unexpected("no ARP reply from " + ipv4_text(hop) + " on the DPDK port");
+    if (const MacAddr* mac = station_.mac_of(hop)) return *mac;
+    return unexpected("no ARP reply from " + format_ipv4(hop) + " on the DPDK port");
   }
 
   // The prober: paced requests, each timed from its TSC stamp to the RX burst that brought its reply.
@@ -220,7 +198,7 @@ class DpdkTransport final : public ProbeTransport {
                  static_cast<unsigned long long>(c.replies_unmatched), static_cast<unsigned long long>(c.tx_failed));
   }
 
-  Eal eal_;  // members are destroyed in reverse: the port closes before its pool, both before the EAL
+  drivers::Eal eal_;  // members are destroyed in reverse: the port closes before its pool, both before the EAL
   drivers::Mempool pool_;
   drivers::EthPort port_;
   uint64_t hz_;
@@ -238,16 +216,18 @@ class DpdkTransport final : public ProbeTransport {
 }  // namespace
 
 Expected<std::unique_ptr<ProbeTransport>, std::string> make_dpdk_transport(const DpdkAgentOptions& o) {
-  auto cidr = parse_cidr(o.ipv4_cidr);
-  if (!cidr) return unexpected(cidr.error());
+  auto prefix = parse_ipv4_prefix(o.ipv4_cidr);
+  if (!prefix) return unexpected("--ipv4: " + prefix.error());
+  if (prefix->prefix_len == 0) return unexpected("--ipv4 \"" + o.ipv4_cidr + "\": the prefix length must be 1..32");
   uint32_t gateway = 0;
   if (!o.gateway.empty()) {
-    auto gw = parse_ipv4(o.gateway);
+    auto gw = parse_ipv4_address(o.gateway);
     if (!gw) return unexpected("--gateway: " + gw.error());
     gateway = *gw;
   }
   if (o.port_devargs.empty()) return unexpected(std::string("--port DEVARGS is required with --dpdk"));
-  auto eal = Eal::start(o.eal_args);
+  // The EAL pins the calling thread to its main lcore; the agent's threads keep the CPUs they had.
+  auto eal = drivers::Eal::start("phub-probe", split_eal_args(o.eal_args), /*keep_thread_affinity=*/true);
   if (!eal) return unexpected(eal.error());
   auto pool = drivers::Mempool::create("phub_probe_rx", kPoolMbufs, RTE_MBUF_DEFAULT_BUF_SIZE,
                                        static_cast<int>(rte_socket_id()), 32);
@@ -261,7 +241,7 @@ Expected<std::unique_ptr<ProbeTransport>, std::string> make_dpdk_transport(const
   if (!port) return unexpected(port.error());
   std::fprintf(stderr, "phub-probe agent: %s, ipv4 %s, TSC %.3f GHz\n", port->describe().c_str(), o.ipv4_cidr.c_str(),
                static_cast<double>(rte_get_tsc_hz()) / 1e9);
-  const StationAddr addr{port->mac(), cidr->first, cidr->second, gateway, o.udp_port};
+  const StationAddr addr{port->mac(), prefix->addr, ipv4_netmask(prefix->prefix_len), gateway, o.udp_port};
   return std::unique_ptr<ProbeTransport>(
       std::make_unique<DpdkTransport>(std::move(*eal), std::move(*pool), std::move(*port), addr, o.idle_sleep_us));
 }

@@ -1,12 +1,12 @@
 // Parsing of agent endpoints and hosts files.
 #include "hosts_file.hpp"
 
-#include <arpa/inet.h>
-
 #include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "phub/base/ipv4.hpp"
 
 namespace phub::probe {
 
@@ -24,8 +24,7 @@ Expected<topo::Host, std::string> parse_endpoint(std::string_view text) {
       return unexpected("bad port in \"" + std::string(text) + "\"");
     h.port = static_cast<uint16_t>(v);
   }
-  in_addr a{};
-  if (inet_pton(AF_INET, h.addr.c_str(), &a) != 1) return unexpected("\"" + h.addr + "\" is not an IPv4 address");
+  if (auto ip = parse_ipv4_address(h.addr); !ip) return unexpected(ip.error());
   h.name = h.addr;
   return h;
 }

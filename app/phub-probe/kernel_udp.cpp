@@ -14,6 +14,7 @@
 #include "net.hpp"
 #include "phub/base/bytes.hpp"
 #include "phub/proto/header.hpp"
+#include "phub/proto/probe_reflect.hpp"
 #include "probe_body.hpp"
 #include "transport.hpp"
 
@@ -98,8 +99,8 @@ class KernelUdp final : public ProbeTransport {
       if (n <= 0) continue;
       auto h = proto::parse_header(std::span(buf.data(), static_cast<size_t>(n)));
       if (!h || h->opcode != proto::Opcode::probe_request) continue;
-      h->opcode = proto::Opcode::probe_reply;
-      proto::write_header(*h, std::span<std::byte, proto::kHeaderBytes>(buf.data(), proto::kHeaderBytes));
+      proto::write_header(proto::probe_reply_header(*h),
+                          std::span<std::byte, proto::kHeaderBytes>(buf.data(), proto::kHeaderBytes));
       ::sendto(fd_.get(), buf.data(), static_cast<size_t>(n), 0, reinterpret_cast<const sockaddr*>(&from), sizeof from);
     }
   }

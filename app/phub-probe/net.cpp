@@ -12,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "phub/base/ipv4.hpp"
+
 namespace phub::probe {
 namespace {
 
@@ -55,7 +57,9 @@ Expected<sockaddr_in, std::string> make_sockaddr(const std::string& addr, uint16
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(port);
-  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) return unexpected("\"" + addr + "\" is not an IPv4 address");
+  auto ip = parse_ipv4_address(addr);
+  if (!ip) return unexpected(ip.error());
+  sa.sin_addr.s_addr = htonl(*ip);
   return sa;
 }
 

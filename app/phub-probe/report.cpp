@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "json.hpp"
+#include "phub/base/json_writer.hpp"
 
 namespace phub::probe {
 namespace {
@@ -72,16 +72,16 @@ std::string report_json(const PlanInputs& in) {
   j.begin_array("hosts");
   for (size_t i = 0; i < m.size(); ++i) {
     const topo::Host& h = m.hosts()[i];
-    j.begin_object().value("name", h.name).value("addr", h.addr).value("port", static_cast<double>(h.port));
-    j.value("group", static_cast<double>(p.clustering.group[i])).value("confidence", p.clustering.confidence[i]);
+    j.begin_object().value("name", h.name).value("addr", h.addr).value("port", h.port);
+    j.value("group", p.clustering.group[i]).value("confidence", p.clustering.confidence[i]);
     j.value("excluded", p.clustering.group[i] < 0).value("flagged", static_cast<bool>(p.clustering.flagged[i]));
     bool unreachable = false;
     for (size_t u : in.probe.unreachable) unreachable = unreachable || u == i;
-    j.value("agent_unreachable", unreachable).value("missing_pairs", static_cast<double>(m.missing_of(i)));
+    j.value("agent_unreachable", unreachable).value("missing_pairs", m.missing_of(i));
     j.end_object();
   }
   j.end_array();
-  j.value("groups", static_cast<double>(p.clustering.groups)).value("separation", p.clustering.separation);
+  j.value("groups", p.clustering.groups).value("separation", p.clustering.separation);
   j.begin_object("matrix");
   matrix_field(j, "rtt_median_us", m, [](const topo::PairStats& s) { return s.median_us; });
   matrix_field(j, "rtt_min_us", m, [](const topo::PairStats& s) { return s.min_us; });
@@ -97,7 +97,7 @@ std::string report_json(const PlanInputs& in) {
   j.begin_object("tree");
   order_field(j, "order", m, p.tree.order);
   j.begin_array("parent_rank", true);
-  for (long r : p.tree.parent) j.item(static_cast<double>(r));
+  for (long r : p.tree.parent) j.item(r);
   j.end_array();
   predicted(j, p.tree_cost);
   j.end_object();
@@ -107,15 +107,15 @@ std::string report_json(const PlanInputs& in) {
     j.value("hub", m.hosts()[p.racks.hub[r]].name).value("hub_addr", m.hosts()[p.racks.hub[r]].addr);
     order_field(j, "hosts", m, p.racks.members[r]);
     j.begin_array("ranks", true);
-    for (size_t h : p.racks.members[r]) j.item(static_cast<double>(rank_of(p.ring, h)));
+    for (size_t h : p.racks.members[r]) j.item(rank_of(p.ring, h));
     j.end_array().end_object();
   }
   j.end_array();
   j.begin_object("model").value("kind", "alpha-beta, uplink shared by transfers leaving a group");
   j.value("bytes", in.options.model_bytes).value("default_bw_bytes_per_s", in.options.default_bw_bytes_per_s);
-  j.value("random_orders", static_cast<double>(in.options.random_orders)).end_object();
+  j.value("random_orders", in.options.random_orders).end_object();
   if (in.probe.measured) {
-    j.begin_object("probe").value("samples_per_pair", static_cast<double>(in.probe.samples));
+    j.begin_object("probe").value("samples_per_pair", in.probe.samples);
     j.value("bandwidth", in.probe.bandwidth).value("wall_s", in.probe.wall_s);
     j.begin_array("unreachable", true);
     for (size_t u : in.probe.unreachable) j.item(m.hosts()[u].name);

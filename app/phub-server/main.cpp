@@ -1,7 +1,4 @@
 // phub-server: load the Lua config, start the EAL, run the aggregation data plane until SIGTERM/SIGINT.
-#include <rte_eal.h>
-#include <rte_lcore.h>
-
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -16,6 +13,12 @@
 #include "notify.hpp"
 #include "options.hpp"
 #include "phub/config/load.hpp"
+#include "phub/ctl/counter_cache.hpp"
+#include "phub/ctl/prometheus.hpp"
+#include "phub/ctl/server.hpp"
+#include "phub/ctl/server_control.hpp"
+#include "phub/ctl/telemetry.hpp"
+#include "phub/drivers/eal.hpp"
 #include "phub/engine/engine.hpp"
 #include "stats_line.hpp"
 
@@ -71,52 +74,74 @@ int main(int argc, char** argv) {
     std::fputs(phub::server::boot_info_json(*cfg, eal).c_str(), stdout);
     return 0;
   }
-  std::vector<char*> eal_argv;
-  std::string prog = "phub-server";
-  eal_argv.push_back(prog.data());
-  for (auto& a : eal) eal_argv.push_back(a.data());
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    return fail("EAL initialisation failed; EAL arguments were: " + phub::server::join(eal));
-  }
+  auto eal_owner = phub::drivers::Eal::start("phub-server", eal);
+  if (!eal_owner) return fail(eal_owner.error());
 
   int rc = 0;
   {
     auto engine = phub::engine::Engine::create(*cfg);
-    if (!engine) {
-      rte_eal_cleanup();
-      return fail(engine.error());
-    }
+    if (!engine) return fail(engine.error());
     for (const auto& line : (*engine)->startup_lines()) say(line);
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGUSR1, on_signal);
     std::signal(SIGHUP, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);  // a control client that goes away is the socket's business
+
+    // What phub-ctl, telemetry and Prometheus report: one sample, taken every control.metrics_interval_ms.
+    phub::ctl::CounterCache counters;
+    counters.refresh(**engine);
+    phub::ctl::register_telemetry(&counters);
+    std::unique_ptr<phub::ctl::MetricsEndpoint> metrics;
+    if (!cfg->control.metrics_address.empty()) {
+      auto m = phub::ctl::MetricsEndpoint::open(cfg->control.metrics_address, counters);
+      if (!m) return fail(m.error());
+      metrics = std::move(*m);
+      say("metrics: http://" + cfg->control.metrics_address.substr(0, cfg->control.metrics_address.rfind(':')) + ":" +
+          std::to_string(metrics->port()) + "/metrics");
+    }
+    phub::server::Notifier notifier;
+    phub::ctl::ServerControl control(**engine, counters, opts->config_path,
+                                     [&](bool starting, const std::string& status) {
+                                       starting ? notifier.reloading(status) : notifier.reloaded(status);
+                                     });
+    auto socket = phub::ctl::ControlServer::open(cfg->control.socket_path, control);
+    if (!socket) return fail("control.socket_path: " + socket.error());
+    say("control socket: " + (*socket)->path());
 
     if (auto started = (*engine)->start(); !started) {
       rc = fail(started.error());
     } else {
       say("ready");
-      phub::server::Notifier notifier;
       notifier.ready("aggregating: " + std::to_string(cfg->jobs.size()) + " job(s) on " +
                      std::to_string(cfg->lcores.size()) + " lcore(s), " + std::to_string(cfg->ports.size()) +
                      " port(s)");
       phub::server::StatsLine stats(**engine);
       const auto t0 = std::chrono::steady_clock::now();
-      const uint32_t interval_ms = opts->stats_interval_ms ? opts->stats_interval_ms : cfg->control.stats_interval_ms;
-      auto next_stats = t0 + std::chrono::milliseconds(interval_ms);
+      const uint32_t first_interval_ms = opts->stats_interval_ms ? opts->stats_interval_ms : cfg->control.stats_interval_ms;
+      auto next_stats = t0 + std::chrono::milliseconds(first_interval_ms);
+      auto next_sample = t0;
       while (g_signal.load() == 0 || g_signal.load() == SIGHUP) {
         if (g_signal.load() == SIGHUP) {
-          say("SIGHUP: live reload is not available in this version; the running config is unchanged");
           g_signal.store(0);
+          say(control.reload_start_file().body);
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        // The control loop: control clients (it waits here, at most 20 ms), counters, housekeeping.
+        (*socket)->poll_once(std::chrono::milliseconds(20));
         const auto now = std::chrono::steady_clock::now();
         notifier.watchdog(now);
+        const auto& running = (*engine)->config();
+        if (now >= next_sample) {
+          counters.refresh(**engine);
+          next_sample = now + std::chrono::milliseconds(running.control.metrics_interval_ms);
+        }
+        (*engine)->collect_retired();
         if (g_dump.exchange(false)) {
           std::fputs((*engine)->format_counters().c_str(), stdout);
           std::fflush(stdout);  // under systemd stdout is a socket to the journal, fully buffered
         }
+        const uint32_t interval_ms = opts->stats_interval_ms ? opts->stats_interval_ms : running.control.stats_interval_ms;
         if (interval_ms != 0 && now >= next_stats) {
           say(stats.next());
           next_stats = now + std::chrono::milliseconds(interval_ms);
@@ -133,6 +158,5 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  rte_eal_cleanup();
   return rc;
 }

@@ -1,6 +1,8 @@
 // Command-line parsing of phub-server.
 #include "options.hpp"
 
+#include "phub/base/eal_args.hpp"
+
 #include <cstdlib>
 #include <sstream>
 
@@ -16,20 +18,7 @@ Expected<double, std::string> number(const std::string& flag, const char* text, 
   return v;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
 }  // namespace
-
-std::string join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
-}
 
 std::string usage() {
   return "usage: phub-server [--config FILE] [--check] [--print-config] [--print-boot-info] [--eal \"EAL ARGS\"]\n"
@@ -71,7 +60,7 @@ Expected<Options, std::string> parse_options(int argc, char** argv) {
       auto v = value(a);
       if (!v) return unexpected(v.error());
       o.eal_args_set = true;
-      o.eal_args = split(*v);
+      o.eal_args = phub::split_eal_args(*v);
     } else if (a == "--duration") {
       auto v = value(a);
       if (!v) return unexpected(v.error());

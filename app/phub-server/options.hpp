@@ -23,6 +23,5 @@ struct Options {
 
 [[nodiscard]] Expected<Options, std::string> parse_options(int argc, char** argv);
 [[nodiscard]] std::string usage();
-[[nodiscard]] std::string join(const std::vector<std::string>& words);
 
 }  // namespace phub::server

@@ -9,8 +9,8 @@
 #include <utility>
 #include <variant>
 
+#include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
-#include "phub/config/text.hpp"
 
 namespace phub::demo {
 namespace {
@@ -102,7 +102,7 @@ Expected<DemoJob, std::string> load_job(const Args& a) {
   }
   if (!found) return unexpected("config has no job named '" + a.job + "'");
   if (cfg->ports.empty() || cfg->lcores.empty()) return unexpected("config has no port or no lcore");
-  d.servers = a.server.empty() ? config::format_ipv4(cfg->ports[0].ipv4.addr) : a.server;
+  d.servers = a.server.empty() ? format_ipv4(cfg->ports[0].ipv4.addr) : a.server;
   d.lcores = static_cast<uint16_t>(cfg->lcores.size());
   d.mtu = cfg->ports[0].mtu;
   d.optimizer = map_optimizer(d.job.optimizer);

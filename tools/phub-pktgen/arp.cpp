@@ -5,11 +5,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <thread>
 
 #include "generator.hpp"
-#include "phub/proto/arp_icmp.hpp"
+#include "phub/base/ipv4.hpp"
+#include "phub/drivers/arp_mbuf.hpp"
 
 namespace phub::pktgen {
 namespace {
@@ -41,12 +41,8 @@ bool Generator::arp_exchange(Clock::time_point until) {
   while (Clock::now() < until) {
     if (Clock::now() >= next_request) {
       next_request = Clock::now() + std::chrono::milliseconds(200);
-      rte_mbuf* m = rte_pktmbuf_alloc(full_pool_.get());
+      rte_mbuf* m = drivers::alloc_arp_request(full_pool_.get(), port_->mac(), my_ip, cfg_.target.server_ip);
       if (m == nullptr) return false;
-      auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, 60));
-      std::memset(p, 0, 60);
-      (void)proto::build_arp_request(port_->mac(), my_ip, cfg_.target.server_ip,
-                                     std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
       if (port_->tx(0, &m, 1) != 1) rte_pktmbuf_free(m);
     }
     // On memif the reply comes back on queue 0 (the server lcore that got the request on its queue 0
@@ -54,13 +50,10 @@ bool Generator::arp_exchange(Clock::time_point until) {
     for (uint16_t q = 0; q < port_->queues(); ++q) {
       const uint16_t n = port_->rx(q, pkts, 32);
       for (uint16_t i = 0; i < n; ++i) {
-        const auto frame = std::span<const std::byte>(rte_pktmbuf_mtod(pkts[i], const std::byte*), pkts[i]->data_len);
-        if (auto l2 = proto::parse_l2(frame); l2) {
-          auto arp = proto::parse_arp(frame, *l2);
-          if (arp && arp->op == proto::ArpOp::reply && arp->sender_ip == cfg_.target.server_ip) {
-            for (auto& j : *jobs_) j.addrs.server_mac = arp->sender_mac;
-            cfg_.target.server_mac = arp->sender_mac;
-          }
+        const auto arp = drivers::arp_of(pkts[i]);
+        if (arp && arp->op == proto::ArpOp::reply && arp->sender_ip == cfg_.target.server_ip) {
+          for (auto& j : *jobs_) j.addrs.server_mac = arp->sender_mac;
+          cfg_.target.server_mac = arp->sender_mac;
         }
         rte_pktmbuf_free(pkts[i]);
       }
@@ -79,14 +72,14 @@ Expected<void, std::string> Generator::resolve(double timeout_s) {
   for (int attempt = 1;; ++attempt) {
     if (arp_exchange(std::min<Clock::time_point>(deadline, Clock::now() + std::chrono::seconds(2)))) return {};
     if (Clock::now() >= deadline || attempt == 4) break;
-    std::fprintf(stderr, "pktgen: no ARP reply from %s; restarting port %s\n", ipv4_text(cfg_.target.server_ip).c_str(),
-                 port_->name().c_str());
+    std::fprintf(stderr, "pktgen: no ARP reply from %s; restarting port %s\n",
+                 format_ipv4(cfg_.target.server_ip).c_str(), port_->name().c_str());
     (void)rte_eth_dev_stop(port_->id());
     if (rte_eth_dev_start(port_->id()) != 0) return unexpected("port " + port_->name() + ": restart failed");
     if (auto r = wait_link(deadline); !r) return r;
   }
-  return unexpected("ARP: no reply from " + ipv4_text(cfg_.target.server_ip) + " within " + std::to_string(timeout_s) +
-                    " s (give --server-mac to skip ARP)");
+  return unexpected("ARP: no reply from " + format_ipv4(cfg_.target.server_ip) + " within " +
+                    std::to_string(timeout_s) + " s (give --server-mac to skip ARP)");
 }
 
 }  // namespace phub::pktgen

@@ -9,17 +9,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "phub/base/ipv4.hpp"
+
 namespace phub::pktgen {
 namespace {
 
 int lcore_main(void* arg) { return static_cast<GenLcore*>(arg)->run(); }
-
-// The first worker address of a job: the next free one, moved into the job's allowed sources if needed.
-uint32_t first_worker_ip(const GenConfig& cfg, const TargetJob& j, uint32_t next) {
-  if (cfg.worker_ip != 0 || j.source_prefix == 0) return next;
-  const uint32_t mask = ~uint32_t{0} << (32 - j.source_prefix);
-  return (next & mask) == (j.source_net & mask) ? next : (j.source_net & mask) + 100;
-}
 
 }  // namespace
 
@@ -67,7 +62,7 @@ Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenCon
     j.addrs.src_mac = g->port_->mac();
     if (t.server_mac) j.addrs.server_mac = *t.server_mac;
     j.addrs.server_ip = t.server_ip;
-    j.addrs.ip_base = first_worker_ip(cfg, tj, next_ip);
+    j.addrs.ip_base = first_worker_ip(tj, next_ip, cfg.worker_ip != 0);
     j.addrs.rank_ips = tj.rank_ips;
     next_ip = j.addrs.ip_base + tj.spec.workers;
     g->jobs_->push_back(std::move(j));
@@ -210,7 +205,7 @@ std::vector<std::string> Generator::startup_lines() const {
   for (const auto& j : *jobs_) {
     out.push_back(gen::describe(j.wl.spec()) + ", " + std::to_string(j.wl.layout().chunk_count()) + " chunks, " +
                   std::to_string(j.wl.segments_total()) + " packets per worker round, workers " +
-                  ipv4_text(j.addrs.ip_of(0)) + ".." + ipv4_text(j.addrs.ip_of(j.wl.spec().workers - 1)));
+                  format_ipv4(j.addrs.ip_of(0)) + ".." + format_ipv4(j.addrs.ip_of(j.wl.spec().workers - 1)));
   }
   for (const auto& l : lcores_) {
     std::string line = "lcore " + std::to_string(l->resources().lcore_id) + ": queues";

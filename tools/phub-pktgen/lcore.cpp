@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "phub/proto/arp_icmp.hpp"
+#include "phub/drivers/arp_mbuf.hpp"
 
 namespace phub::pktgen {
 
@@ -206,20 +206,13 @@ int GenLcore::run() noexcept {
 }
 
 void GenLcore::handle_arp(rte_mbuf* m) noexcept {
-  const auto frame = std::span<const std::byte>(rte_pktmbuf_mtod(m, const std::byte*), m->data_len);
-  auto l2 = proto::parse_l2(frame);
-  if (!l2) return;
-  auto arp = proto::parse_arp(frame, *l2);
+  const auto arp = drivers::arp_of(m);
   if (!arp || arp->op != proto::ArpOp::request) return;
   for (const auto& j : *r_.jobs) {
     const uint32_t lo = j.addrs.ip_of(0), hi = j.addrs.ip_of(static_cast<uint16_t>(j.wl.spec().workers - 1));
     if (arp->target_ip < lo || arp->target_ip > hi) continue;
-    rte_mbuf* r = rte_pktmbuf_alloc(r_.full_pool);
+    rte_mbuf* r = drivers::alloc_arp_reply(r_.full_pool, *arp, j.addrs.src_mac, arp->target_ip);
     if (r == nullptr) return c_.no_mbuf.add();
-    auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(r, 60));
-    std::memset(p, 0, 60);
-    (void)proto::build_arp_reply(*arp, j.addrs.src_mac, arp->target_ip,
-                                 std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
     c_.arp_replies.add();
     enqueue(r_.queues.empty() ? 0 : r_.queues[0], r);
     return;

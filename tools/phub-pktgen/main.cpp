@@ -1,7 +1,5 @@
 // phub-pktgen: a DPDK packet generator that emulates the workers of phub jobs, verifies every result,
 // and measures goodput, loss and round latency; Lua-scriptable; writes replayable pcap traces.
-#include <rte_eal.h>
-
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -12,6 +10,9 @@
 
 #include "generator.hpp"
 #include "options.hpp"
+#include "phub/base/ipv4.hpp"
+#include "phub/base/mac.hpp"
+#include "phub/drivers/eal.hpp"
 #include "scenario.hpp"
 #include "session.hpp"
 #include "trace.hpp"
@@ -51,12 +52,12 @@ phub::Expected<Target, std::string> build_target(const Options& o) {
   if (t.jobs.empty()) return phub::unexpected(std::string("no jobs: give --server-config or --job (see --help)"));
   if (o.mtu != 0) t.mtu = o.mtu;
   if (!o.server_ip.empty()) {
-    auto ip = parse_ipv4(o.server_ip);
+    auto ip = phub::parse_ipv4_address(o.server_ip);
     if (!ip) return phub::unexpected("--server-ip: " + ip.error());
     t.server_ip = *ip;
   }
   if (!o.server_mac.empty()) {
-    auto mac = parse_mac(o.server_mac);
+    auto mac = phub::parse_mac_address(o.server_mac);
     if (!mac) return phub::unexpected("--server-mac: " + mac.error());
     t.server_mac = *mac;
   }
@@ -87,7 +88,7 @@ void linger(double seconds) {
 
 // Prints `rec` as JSON on stdout (with --json) and to --json-file.
 void emit_json(const Options& o, const Record& rec) {
-  const std::string text = rec.to_json() + "\n";
+  const std::string text = rec.to_json();
   if (o.json) std::fputs(text.c_str(), stdout);
   if (!o.json_file.empty()) std::ofstream(o.json_file) << text;
 }
@@ -95,12 +96,12 @@ void emit_json(const Options& o, const Record& rec) {
 int offline(const Options& o, const Target& t) {
   uint32_t worker_ip = 0;
   if (!o.worker_ip.empty()) {
-    auto ip = parse_ipv4(o.worker_ip);
+    auto ip = phub::parse_ipv4_address(o.worker_ip);
     if (!ip) return fail("--worker-ip: " + ip.error());
     worker_ip = *ip;
   }
   auto rec = o.write_pcap.empty() ? verify_trace(t, o.verify_pcap)
-                                  : write_trace(t, TraceOptions{o.write_pcap, o.pcap_rounds, worker_ip, {0x02, 0x70, 0x67, 0, 0, 1}});
+                                  : write_trace(t, TraceOptions{o.write_pcap, o.pcap_rounds, worker_ip});
   if (!rec) return fail(rec.error());
   emit_json(o, *rec);
   if (!o.json) std::fputs(rec->to_json().c_str(), stderr);
@@ -112,7 +113,7 @@ int online(const Options& o, const Target& t) {
   gc.port = o.port;
   gc.target = t;
   if (!o.worker_ip.empty()) {
-    auto ip = parse_ipv4(o.worker_ip);
+    auto ip = phub::parse_ipv4_address(o.worker_ip);
     if (!ip) return fail("--worker-ip: " + ip.error());
     gc.worker_ip = *ip;
   }
@@ -176,14 +177,9 @@ int main(int argc, char** argv) {
   if (!target) return fail(target.error());
   if (!opts->write_pcap.empty() || !opts->verify_pcap.empty()) return offline(*opts, *target);
 
-  std::vector<std::string> eal = opts->eal_args;
-  eal.insert(eal.begin(), "phub-pktgen");
-  std::vector<char*> eal_argv(eal.size());
-  std::transform(eal.begin(), eal.end(), eal_argv.begin(), [](std::string& w) { return w.data(); });
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) return fail("EAL initialisation failed");
+  auto eal = phub::drivers::Eal::start("phub-pktgen", opts->eal_args);
+  if (!eal) return fail(eal.error());
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  const int rc = online(*opts, *target);
-  rte_eal_cleanup();
-  return rc;
+  return online(*opts, *target);  // the generator's ports and pools are closed before the EAL is cleaned up
 }

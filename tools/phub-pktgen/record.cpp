@@ -4,41 +4,38 @@
 #include <lua.hpp>
 
 #include <cmath>
-#include <cstdio>
+
+#include "phub/base/json_writer.hpp"
 
 namespace phub::pktgen {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x20) {
-          out += c;
-        } else {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        }
-    }
+void write_record(JsonWriter& w, std::string_view key, const Record& r);
+
+void write_value(JsonWriter& w, std::string_view key, const Value& v) {
+  if (const auto* d = std::get_if<double>(&v)) {
+    w.value(key, *d);
+  } else if (const auto* s = std::get_if<std::string>(&v)) {
+    w.value(key, std::string_view(*s));
+  } else if (const auto* b = std::get_if<bool>(&v)) {
+    w.value(key, *b);
+  } else {
+    write_record(w, key, *std::get<std::shared_ptr<Record>>(v));
   }
-  return out + "\"";
 }
 
-std::string number_text(double d) {
-  if (!std::isfinite(d)) return "null";
-  char buf[32];
-  if (d == std::floor(d) && std::fabs(d) < 1e15) {
-    std::snprintf(buf, sizeof buf, "%.0f", d);
+void write_record(JsonWriter& w, std::string_view key, const Record& r) {
+  if (r.array) {
+    w.begin_array(key);
   } else {
-    std::snprintf(buf, sizeof buf, "%.6g", d);
+    w.begin_object(key);
   }
-  return buf;
+  for (const auto& [k, v] : r.fields) write_value(w, k, v);
+  if (r.array) {
+    w.end_array();
+  } else {
+    w.end_object();
+  }
 }
 
 void push_value(lua_State* L, const Value& v) {
@@ -85,27 +82,10 @@ double Record::number(const std::string& key, double fallback) const {
   return d ? *d : fallback;
 }
 
-std::string Record::to_json(int indent) const {
-  const std::string pad(static_cast<size_t>(indent + 2), ' '), end_pad(static_cast<size_t>(indent), ' ');
-  std::string out = array ? "[" : "{";
-  bool first = true;
-  for (const auto& [k, v] : fields) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += pad;
-    if (!array) out += quote(k) + ": ";
-    if (const auto* d = std::get_if<double>(&v)) {
-      out += number_text(*d);
-    } else if (const auto* s = std::get_if<std::string>(&v)) {
-      out += quote(*s);
-    } else if (const auto* b = std::get_if<bool>(&v)) {
-      out += *b ? "true" : "false";
-    } else {
-      out += std::get<std::shared_ptr<Record>>(v)->to_json(indent + 2);
-    }
-  }
-  if (!first) out += "\n" + end_pad;
-  return out + (array ? "]" : "}");
+std::string Record::to_json() const {
+  JsonWriter w;
+  write_record(w, {}, *this);
+  return w.str();
 }
 
 void push_lua(lua_State* L, const Record& r) {

@@ -22,7 +22,8 @@ struct Record {
   Record& push(Value v) { return set("", std::move(v)); }
   [[nodiscard]] const Value* find(const std::string& key) const;
   [[nodiscard]] double number(const std::string& key, double fallback = 0) const;
-  [[nodiscard]] std::string to_json(int indent = 0) const;
+  // JSON text (phub/base/json_writer.hpp), ending with a newline.
+  [[nodiscard]] std::string to_json() const;
 };
 
 [[nodiscard]] inline std::shared_ptr<Record> object() { return std::make_shared<Record>(); }

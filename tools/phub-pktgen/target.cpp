@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
 
 namespace phub::pktgen {
@@ -28,30 +29,10 @@ Expected<double, std::string> number(const std::string& key, const std::string& 
 
 }  // namespace
 
-std::string ipv4_text(uint32_t a) {
-  return std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 0xff) + "." + std::to_string((a >> 8) & 0xff) +
-         "." + std::to_string(a & 0xff);
-}
-
-Expected<uint32_t, std::string> parse_ipv4(const std::string& text) {
-  unsigned a, b, c, d;
-  char tail;
-  if (std::sscanf(text.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 ||
-      d > 255) {
-    return unexpected("'" + text + "' is not an IPv4 address");
-  }
-  return (a << 24) | (b << 16) | (c << 8) | d;
-}
-
-Expected<MacAddr, std::string> parse_mac(const std::string& text) {
-  unsigned v[6];
-  char tail;
-  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6) {
-    return unexpected("'" + text + "' is not a MAC address");
-  }
-  MacAddr m;
-  for (int i = 0; i < 6; ++i) m[i] = static_cast<uint8_t>(v[i]);
-  return m;
+uint32_t first_worker_ip(const TargetJob& j, uint32_t next, bool worker_ip_given) {
+  if (worker_ip_given || j.source_prefix == 0) return next;
+  const uint32_t mask = ipv4_netmask(j.source_prefix);
+  return (next & mask) == (j.source_net & mask) ? next : (j.source_net & mask) + 100;
 }
 
 Expected<Target, std::string> target_from_config(const std::string& path) {

@@ -2,18 +2,16 @@
 // the server's own Lua config or from --job descriptions.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "phub/base/expected.hpp"
+#include "phub/base/mac.hpp"
 #include "phub/gen/job_spec.hpp"
 
 namespace phub::pktgen {
-
-using MacAddr = std::array<uint8_t, 6>;
 
 struct TargetJob {
   gen::JobSpec spec;
@@ -33,11 +31,11 @@ struct Target {
 // Jobs, lcores and the first port's address of a phub-server Lua config (validated as the server does).
 [[nodiscard]] Expected<Target, std::string> target_from_config(const std::string& path);
 
+// The first address of a job's emulated workers: `next` (the next free one); but when the job admits only a
+// source prefix that `next` is outside of, and no worker address was given, address .100 of that prefix.
+[[nodiscard]] uint32_t first_worker_ip(const TargetJob& j, uint32_t next, bool worker_ip_given);
+
 // A job from "id=1,workers=8,keys=1000000+4096,dtype=bf16,mode=ps,optimizer=adam,..." (see --help).
 [[nodiscard]] Expected<gen::JobSpec, std::string> parse_job(const std::string& text, uint16_t server_lcores);
-
-[[nodiscard]] Expected<uint32_t, std::string> parse_ipv4(const std::string& text);
-[[nodiscard]] Expected<MacAddr, std::string> parse_mac(const std::string& text);
-[[nodiscard]] std::string ipv4_text(uint32_t ip);
 
 }  // namespace phub::pktgen

@@ -27,12 +27,9 @@ Expected<std::vector<TraceJob>, std::string> trace_jobs(const Target& t, uint32_
     TraceJob j{std::move(*wl), nullptr, {}};
     j.slots = std::make_unique<gen::SlotMap>(j.wl, std::span<const uint16_t>{});
     j.addrs.src_mac = src;
-    j.addrs.server_mac = t.server_mac.value_or(MacAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
+    j.addrs.server_mac = t.server_mac.value_or(kBroadcastMac);
     j.addrs.server_ip = t.server_ip;
-    if (tj.source_prefix != 0 && worker_ip == 0) {
-      const uint32_t mask = ~uint32_t{0} << (32 - tj.source_prefix);
-      if ((next_ip & mask) != (tj.source_net & mask)) next_ip = (tj.source_net & mask) + 100;
-    }
+    next_ip = first_worker_ip(tj, next_ip, worker_ip != 0);
     j.addrs.ip_base = next_ip;
     j.addrs.rank_ips = tj.rank_ips;
     next_ip += tj.spec.workers;

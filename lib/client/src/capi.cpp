@@ -83,7 +83,7 @@ phub::client::Result<phub::client::Options> to_options(const phub_config* cfg) {
   o.window_packets = cfg->window_packets;
   o.delay_target_us = cfg->delay_target_us;
   if (cfg->bind_address != nullptr && cfg->bind_address[0] != '\0') {
-    auto ip = phub::client::parse_ipv4(cfg->bind_address);
+    auto ip = phub::client::parse_address(cfg->bind_address);
     if (!ip) return fail(PHUB_ERR_INVALID_ARGUMENT, "config.bind_address: " + ip.error().message);
     o.bind_ipv4 = *ip;
   }

@@ -1,4 +1,5 @@
 // Error messages of the client: what went wrong, in terms of the config fields that must match the server.
+#include "phub/base/ipv4.hpp"
 #include "phub/client/client.hpp"
 
 namespace phub::client {

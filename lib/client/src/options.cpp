@@ -1,8 +1,7 @@
 // Parsing of server addresses and validation of the client settings.
 #include "phub/client/options.hpp"
 
-#include <arpa/inet.h>
-
+#include "phub/base/ipv4.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::client {
@@ -20,25 +19,17 @@ Unexpected<Error> bad(const std::string& field, const std::string& why) {
 
 }  // namespace
 
-Result<uint32_t> parse_ipv4(std::string_view text) {
-  const std::string s(trim(text));
-  in_addr a{};
-  if (s.empty() || inet_pton(AF_INET, s.c_str(), &a) != 1) {
-    return fail(PHUB_ERR_INVALID_ARGUMENT, "'" + s + "' is not an IPv4 address");
-  }
-  return ntohl(a.s_addr);
-}
-
-std::string format_ipv4(uint32_t host_order) {
-  return std::to_string(host_order >> 24) + "." + std::to_string((host_order >> 16) & 0xff) + "." +
-         std::to_string((host_order >> 8) & 0xff) + "." + std::to_string(host_order & 0xff);
+Result<uint32_t> parse_address(std::string_view text) {
+  auto a = parse_ipv4_address(trim(text));
+  if (!a) return fail(PHUB_ERR_INVALID_ARGUMENT, a.error());
+  return *a;
 }
 
 Result<std::vector<uint32_t>> parse_servers(std::string_view text) {
   std::vector<uint32_t> out;
   while (true) {
     const size_t comma = text.find(',');
-    auto ip = parse_ipv4(text.substr(0, comma));
+    auto ip = parse_address(text.substr(0, comma));
     if (!ip) return fail(PHUB_ERR_INVALID_ARGUMENT, "config.servers: " + ip.error().message);
     out.push_back(*ip);
     if (comma == std::string_view::npos) break;

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "phub/base/ipv4.hpp"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif

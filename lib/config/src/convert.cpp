@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "phub/base/eal_args.hpp"
+#include "phub/base/ipv4.hpp"
+#include "phub/base/mac.hpp"
 #include "phub/config/text.hpp"
 
 namespace phub::config::detail {
@@ -54,16 +57,7 @@ std::vector<std::string> strings_of(const Value& v, const std::string& path, Err
 
 std::vector<std::string> eal_args(const Value& v, const std::string& path, Errors& errors) {
   if (v.kind != Value::Kind::string) return strings_of(v, path, errors);
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < v.text.size()) {
-    size_t start = v.text.find_first_not_of(" \t\n", pos);
-    if (start == std::string::npos) break;
-    size_t end = std::min(v.text.find_first_of(" \t\n", start), v.text.size());
-    out.push_back(v.text.substr(start, end - start));
-    pos = end;
-  }
-  return out;
+  return split_eal_args(v.text);
 }
 
 // A port's own address must be a unicast host address, not its prefix's network or broadcast address.
@@ -93,8 +87,11 @@ Port convert_port(const Value& v, const std::string& path, Errors& errors) {
   }
   if (const Value* m = r.get("mac")) {
     if (auto s = as_string(*m, r.path("mac"), errors)) {
-      p.mac = parse_mac(*s);
-      if (!p.mac) errors.add(r.path("mac"), render(*m) + " is not a MAC address (\"aa:bb:cc:dd:ee:ff\")");
+      if (auto mac = parse_mac_address(*s)) {
+        p.mac = *mac;
+      } else {
+        errors.add(r.path("mac"), render(*m) + " is not a MAC address (\"aa:bb:cc:dd:ee:ff\")");
+      }
     }
   }
   r.integer("mtu", p.mtu, 576, 9000);
@@ -151,6 +148,22 @@ void convert_limits(Record& r, Limits& l) {
   }
 }
 
+// "127.0.0.1:9464", "localhost:0": a host (no spaces or colons) and a decimal port.
+bool valid_listen_address(const std::string& a) {
+  const size_t colon = a.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == a.size() || a.size() - colon - 1 > 5) return false;
+  for (size_t i = 0; i < colon; ++i) {
+    const char ch = a[i];
+    if (ch == ':' || ch == ' ' || static_cast<unsigned char>(ch) < 0x21 || static_cast<unsigned char>(ch) > 0x7e) return false;
+  }
+  uint32_t port = 0;
+  for (size_t i = colon + 1; i < a.size(); ++i) {
+    if (a[i] < '0' || a[i] > '9') return false;
+    port = port * 10 + static_cast<uint32_t>(a[i] - '0');
+  }
+  return port <= 65535;
+}
+
 void convert_control(Record& r, Control& c) {
   r.string("socket_path", c.socket_path);
   if (c.socket_path.empty() || c.socket_path.size() > kMaxSocketPathBytes) {
@@ -158,6 +171,12 @@ void convert_control(Record& r, Control& c) {
                                               std::to_string(kMaxSocketPathBytes) + " bytes (a Unix socket path)");
   }
   r.integer("stats_interval_ms", c.stats_interval_ms, 0, kMaxMs);
+  r.string("metrics_address", c.metrics_address);
+  if (!c.metrics_address.empty() && !valid_listen_address(c.metrics_address)) {
+    r.errors().add(r.path("metrics_address"), quote(c.metrics_address) +
+                                                  " is not HOST:PORT (an IPv4 address or a name, and a port 0..65535)");
+  }
+  r.integer("metrics_interval_ms", c.metrics_interval_ms, 10, kMaxMs);
 }
 
 }  // namespace
@@ -187,9 +206,9 @@ std::optional<Ipv4Prefix> as_ipv4(const Value& v, std::string_view path, PrefixF
   bool has_slash = s->find('/') != std::string::npos;
   std::optional<Ipv4Prefix> p;
   if (has_slash && form != PrefixForm::bare) {
-    p = parse_ipv4_prefix(*s);
+    if (auto a = parse_ipv4_prefix(*s)) p = *a;
   } else if (!has_slash && form != PrefixForm::required) {
-    if (auto a = parse_ipv4(*s)) p = Ipv4Prefix{*a, 32};
+    if (auto a = parse_ipv4_address(*s)) p = Ipv4Prefix{*a, 32};
   }
   if (!p) {
     static constexpr std::string_view kRule[] = {"is not an IPv4 address (\"a.b.c.d\")",

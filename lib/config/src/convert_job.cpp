@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "convert.hpp"
+#include "phub/base/ipv4.hpp"
 #include "phub/config/text.hpp"
 
 namespace phub::config::detail {
@@ -85,10 +86,10 @@ void convert_allowed_sources(Record& r, Job& j) {
     std::string ip = index_path(path, i + 1);
     auto p = as_ipv4(*items[i], ip, PrefixForm::optional, r.errors());
     if (!p) continue;
-    uint32_t host_mask = p->prefix_len >= 32 ? 0u : ~0u >> p->prefix_len;
+    const uint32_t host_mask = ~ipv4_netmask(p->prefix_len);
     if ((p->addr & host_mask) != 0) {
       r.errors().add(ip, render(*items[i]) + " has host bits set (did you mean \"" +
-                             format_prefix({p->addr & ~host_mask, p->prefix_len}) + "\"?)");
+                             format_ipv4_prefix({p->addr & ~host_mask, p->prefix_len}) + "\"?)");
       continue;
     }
     j.allowed_sources.push_back(*p);

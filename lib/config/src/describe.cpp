@@ -1,6 +1,7 @@
 // describe(): a few human-readable lines that summarise a config, for logs.
 #include <numeric>
 
+#include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
 #include "phub/config/text.hpp"
 
@@ -38,7 +39,7 @@ std::string describe(const Config& c) {
                   (c.racks.empty() ? std::string("no racks")
                                    : std::to_string(c.racks.size()) + " racks (this is " + c.rack + ")");
   for (const Port& p : c.ports) {
-    s += "\n  port " + p.name + ": " + p.device + " " + format_prefix(p.ipv4) + " mtu " + std::to_string(p.mtu) +
+    s += "\n  port " + p.name + ": " + p.device + " " + format_ipv4_prefix(p.ipv4) + " mtu " + std::to_string(p.mtu) +
          " steering " + std::string(steering_name(p.steering));
   }
   s += "\n  lcores:";

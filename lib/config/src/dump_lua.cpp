@@ -4,6 +4,8 @@
 #include <initializer_list>
 #include <utility>
 
+#include "phub/base/ipv4.hpp"
+#include "phub/base/mac.hpp"
 #include "phub/config/load.hpp"
 #include "phub/config/text.hpp"
 
@@ -85,7 +87,7 @@ void dump_port(Writer& w, const Port& p) {
   w.open("");
   w.text("name", p.name);
   w.text("device", p.device);
-  w.text("ipv4", format_prefix(p.ipv4));
+  w.text("ipv4", format_ipv4_prefix(p.ipv4));
   if (p.mac) w.text("mac", format_mac(*p.mac));
   w.field("mtu", p.mtu);
   w.field("rx_desc", p.rx_desc);
@@ -133,7 +135,8 @@ void dump_job(Writer& w, const Job& j) {
   if (j.shard_count > 1) w.line("shard = { index = " + std::to_string(j.shard_index) + ", count = " +
                                 std::to_string(j.shard_count) + " },");
   w.field("rate_limit_pps", j.rate_limit_pps);
-  w.list("allowed_sources", map_all(j.allowed_sources, [](const Ipv4Prefix& p) { return lua_string(format_prefix(p)); }));
+  w.list("allowed_sources",
+         map_all(j.allowed_sources, [](const Ipv4Prefix& p) { return lua_string(format_ipv4_prefix(p)); }));
   if (!j.ranks_by_rack.empty()) {
     w.open("ranks_by_rack");
     for (const auto& [rack, ranks] : j.ranks_by_rack) {
@@ -188,6 +191,8 @@ std::string dump_lua(const Config& c) {
   w.open("control");
   w.text("socket_path", c.control.socket_path);
   w.field("stats_interval_ms", c.control.stats_interval_ms);
+  w.text("metrics_address", c.control.metrics_address);
+  w.field("metrics_interval_ms", c.control.metrics_interval_ms);
   w.close();
   w.close("}");
   return w.take();

@@ -1,9 +1,8 @@
-// Parsing and formatting of the text forms of config values (addresses, prefixes, MACs, sizes).
+// Parsing and formatting of the text forms of config values (sizes, enumeration names).
 #include "phub/config/text.hpp"
 
 #include <array>
 #include <charconv>
-#include <cstdio>
 
 namespace phub::config {
 namespace {
@@ -15,13 +14,6 @@ std::optional<uint64_t> parse_decimal(std::string_view s, size_t max_digits) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 struct Unit {
@@ -36,40 +28,6 @@ constexpr std::array<Unit, 9> kUnits{{
 }};
 
 }  // namespace
-
-std::optional<uint32_t> parse_ipv4(std::string_view text) {
-  uint32_t addr = 0;
-  for (int i = 0; i < 4; ++i) {
-    size_t dot = i < 3 ? text.find('.') : text.size();
-    if (dot == std::string_view::npos) return std::nullopt;
-    auto octet = parse_decimal(text.substr(0, dot), 3);
-    if (!octet || *octet > 255) return std::nullopt;
-    addr = (addr << 8) | static_cast<uint32_t>(*octet);
-    text.remove_prefix(i < 3 ? dot + 1 : dot);
-  }
-  return addr;
-}
-
-std::optional<Ipv4Prefix> parse_ipv4_prefix(std::string_view text) {
-  size_t slash = text.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  auto addr = parse_ipv4(text.substr(0, slash));
-  auto len = parse_decimal(text.substr(slash + 1), 2);
-  if (!addr || !len || *len > 32) return std::nullopt;
-  return Ipv4Prefix{*addr, static_cast<uint8_t>(*len)};
-}
-
-std::optional<MacAddr> parse_mac(std::string_view text) {
-  if (text.size() != 17) return std::nullopt;
-  MacAddr mac{};
-  for (size_t i = 0; i < 6; ++i) {
-    int hi = hex_digit(text[3 * i]);
-    int lo = hex_digit(text[3 * i + 1]);
-    if (hi < 0 || lo < 0 || (i < 5 && text[3 * i + 2] != ':')) return std::nullopt;
-    mac[i] = static_cast<uint8_t>(hi * 16 + lo);
-  }
-  return mac;
-}
 
 std::optional<uint64_t> parse_size(std::string_view text) {
   size_t digits = 0;
@@ -90,20 +48,6 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(*count, unit, &bytes)) return std::nullopt;
   return bytes;
-}
-
-std::string format_ipv4(uint32_t addr) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", addr >> 24, (addr >> 16) & 0xff, (addr >> 8) & 0xff, addr & 0xff);
-  return buf;
-}
-
-std::string format_prefix(const Ipv4Prefix& p) { return format_ipv4(p.addr) + "/" + std::to_string(p.prefix_len); }
-
-std::string format_mac(const MacAddr& mac) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
-  return buf;
 }
 
 std::string format_size(uint64_t bytes) {

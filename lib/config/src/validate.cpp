@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "convert.hpp"
+#include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
 #include "phub/config/text.hpp"
 #include "reader.hpp"

@@ -39,6 +39,7 @@ void accumulate(LcoreCounters& into, const LcoreCounters& from) noexcept {
   }
   add_array(into.drops, from.drops);
   add_array(into.malformed, from.malformed);
+  add_array(into.loop_gaps, from.loop_gaps);
 }
 
 void accumulate(JobCounters& into, const JobCounters& from) noexcept {

@@ -11,16 +11,12 @@
 #include <algorithm>
 
 #include "admission.hpp"
+#include "phub/base/ipv4.hpp"
 
 namespace phub::engine {
 namespace {
 
 int lcore_main(void* arg) { return static_cast<Lcore*>(arg)->run(); }
-
-std::string ipv4_text(uint32_t a) {
-  return std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 0xff) + "." + std::to_string((a >> 8) & 0xff) +
-         "." + std::to_string(a & 0xff);
-}
 
 std::string joined(const std::vector<std::string>& lines) {
   std::string out;
@@ -151,7 +147,7 @@ std::vector<std::string> Engine::startup_lines() const {
   const Snapshot& s = snapshot();
   out.push_back(agg::describe_selection());
   for (size_t p = 0; p < ports_.size(); ++p) {
-    out.push_back(ports_[p]->describe() + ", ipv4 " + ipv4_text(s.ports[p].ipv4));
+    out.push_back(ports_[p]->describe() + ", ipv4 " + format_ipv4(s.ports[p].ipv4));
   }
   for (const auto& l : steering_lines_) out.push_back(l);
   for (const auto& plan : s.jobs) {

@@ -45,6 +45,7 @@ int Lcore::run() noexcept {
   (void)rte_rcu_qsbr_thread_register(r_.qsbr, r_.index);
   rte_rcu_qsbr_thread_online(r_.qsbr, r_.index);
 
+  for (size_t b = 0; b < kGapBoundsUs.size(); ++b) gap_bounds_tsc_[b] = hz_ / 1'000'000 * kGapBoundsUs[b];
   const uint64_t started = rte_rdtsc();
   now_tsc_ = started;
   next_timer_ = started + hz_ / 1000;
@@ -140,7 +141,11 @@ void Lcore::tick(const Snapshot& s) noexcept {
 }
 
 void Lcore::quiescent() noexcept {
-  set_max(counters_.max_gap_tsc, now_tsc_ - last_quiescent_);
+  const uint64_t gap = now_tsc_ - last_quiescent_;
+  set_max(counters_.max_gap_tsc, gap);
+  size_t b = 0;
+  while (b < gap_bounds_tsc_.size() && gap > gap_bounds_tsc_[b]) ++b;  // almost always 0: a short loop
+  bump(counters_.loop_gaps[b]);
   last_quiescent_ = now_tsc_;
   rte_rcu_qsbr_quiescent(r_.qsbr, r_.index);
 }

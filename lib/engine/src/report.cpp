@@ -46,11 +46,12 @@ Totals Engine::totals() const {
   return t;
 }
 
-std::string Engine::format_counters() const {
-  const CounterReport r = report();
+std::string format_report(const CounterReport& r) {
   std::ostringstream o;
+  LcoreCounters sum;
   for (const auto& l : r.lcores) {
     const LcoreCounters& c = l.counters;
+    accumulate(sum, c);
     o << "lcore " << l.lcore_id << ":";
     for (const auto& f : kLcoreFields) o << " " << f.name << " " << c.*f.member;
     o << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0) << "\n";
@@ -59,19 +60,19 @@ std::string Engine::format_counters() const {
     const JobCounters& c = j.counters;
     o << "job " << j.name << ":";
     for (const auto& f : kJobFields) o << " " << f.name << " " << c.*f.member;
-    o << " epoch " << j.epoch << (j.draining ? " draining" : "") << "\n";
+    o << " epoch " << j.epoch << " open_rounds " << j.open_rounds << (j.draining ? " draining" : "") << "\n";
+    for (size_t d = 0; d < kDropCount; ++d) sum.drops[d] += c.drops[d];
   }
   o << "drops:";
   bool any = false;
-  const Totals t = totals();
   for (size_t d = 0; d < kDropCount; ++d) {
-    if (t.lcores.drops[d] == 0) continue;
-    o << " " << drop_name(static_cast<Drop>(d)) << " " << t.lcores.drops[d];
+    if (sum.drops[d] == 0) continue;
+    o << " " << drop_name(static_cast<Drop>(d)) << " " << sum.drops[d];
     any = true;
   }
   for (size_t d = 0; d < proto::kParseErrorCount; ++d) {
-    if (t.lcores.malformed[d] == 0) continue;
-    o << " malformed_" << proto::parse_error_name(static_cast<proto::ParseError>(d)) << " " << t.lcores.malformed[d];
+    if (sum.malformed[d] == 0) continue;
+    o << " malformed_" << proto::parse_error_name(static_cast<proto::ParseError>(d)) << " " << sum.malformed[d];
     any = true;
   }
   o << (any ? "\n" : " none\n");
@@ -82,6 +83,8 @@ std::string Engine::format_counters() const {
   }
   return o.str();
 }
+
+std::string Engine::format_counters() const { return format_report(report()); }
 
 unsigned Engine::transmit_mbufs_in_use() const {
   unsigned n = 0;

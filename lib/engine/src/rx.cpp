@@ -4,9 +4,13 @@
 
 #include <cstring>
 
+#include "phub/base/ipv4.hpp"
+#include "phub/base/mac.hpp"
+#include "phub/drivers/arp_mbuf.hpp"
 #include "phub/engine/lcore.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/probe_reflect.hpp"
 #include "rx_frame.hpp"
 
 namespace phub::engine {
@@ -14,12 +18,11 @@ namespace phub::engine {
 
 namespace {
 
-constexpr proto::MacAddr kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 bool source_allowed(const config::Job& job, uint32_t ip) noexcept {
   if (job.allowed_sources.empty()) return true;
   for (const auto& p : job.allowed_sources) {
-    const uint32_t mask = p.prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - p.prefix_len);
+    const uint32_t mask = ipv4_netmask(p.prefix_len);
     if ((ip & mask) == (p.addr & mask)) return true;
   }
   return false;
@@ -64,7 +67,7 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
 
   // Parsed in place into rx (no copies of structs written field by field a moment before).
   if (auto e = proto::parse_l2_into(rx.frame, rx.l2)) return malformed(*e);
-  if (!proto::mac_equal(rx.l2.dst, pi.mac) && !proto::mac_equal(rx.l2.dst, kBroadcast)) {
+  if (!mac_equal(rx.l2.dst, pi.mac) && !mac_equal(rx.l2.dst, kBroadcastMac)) {
     return drop(Drop::not_for_us);
   }
   if (rx.l2.ether_type == proto::kEtherTypeArp) {
@@ -103,11 +106,8 @@ void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
   }
   const PortInfo& pi = s.ports[rx.port];
   if (arp->op != proto::ArpOp::request || arp->target_ip != pi.ipv4) return;
-  rte_mbuf* r = rte_pktmbuf_alloc(r_.hdr_pool);
+  rte_mbuf* r = drivers::alloc_arp_reply(r_.hdr_pool, *arp, pi.mac, pi.ipv4);
   if (r == nullptr) return count_drop(Drop::no_mbuf);
-  auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(r, 60));  // minimum Ethernet frame
-  std::memset(p, 0, 60);
-  (void)proto::build_arp_reply(*arp, pi.mac, pi.ipv4, std::span<std::byte, proto::kArpFrameBytes>(p, proto::kArpFrameBytes));
   bump(counters_.arp_replies);
   tx_[rx.port].add(r, counters_);
 }
@@ -168,7 +168,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
 
   Peer& peer = lj.peer(rx.hdr.rank);
   if (!peer.known || peer.ip != rx.ip.src || peer.udp_port != rx.udp.src_port ||
-      !proto::mac_equal(peer.mac, rx.l2.src) || peer.port != rx.port) {
+      !mac_equal(peer.mac, rx.l2.src) || peer.port != rx.port) {
     set_address(peer, rx.l2, rx.ip, rx.udp, rx.port);
   }
   peer.previous_key = rx.previous_key;
@@ -416,22 +416,9 @@ void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool 
 
 void Lcore::on_probe(rte_mbuf* m, Rx& rx) noexcept {
   // Echo the probe body back to the sender as probe_reply, rewriting the frame in place.
-  if (rx.l2.l3_offset != proto::kEthBytes || rx.ip.l4_offset != proto::kEthBytes + proto::kIpv4Bytes) {
-    count_drop(Drop::bad_request);  // VLAN tags and IPv4 options are not echoed
-    rte_pktmbuf_free(m);
-    return;
-  }
-  proto::FlowAddrs a;
-  a.src_mac = snap_->ports[rx.port].mac;
-  a.dst_mac = rx.l2.src;
-  a.src_ip = rx.ip.dst;
-  a.dst_ip = rx.ip.src;
-  a.src_port = rx.udp.dst_port;
-  a.dst_port = rx.udp.src_port;
-  proto::Header h = rx.hdr;
-  h.opcode = proto::Opcode::probe_reply;
+  proto::Header h = proto::probe_reply_header(rx.hdr);
   h.seq = seq_++;
-  proto::write_eth_ipv4_udp(a, rx.msg.size(), rx.frame);
+  proto::turn_around_udp_in_place(rx.frame, rx.l2, rx.ip, rx.udp, snap_->ports[rx.port].mac);
   auto wire = rx.frame.subspan(rx.udp.payload_offset).first<proto::kHeaderBytes>();
   proto::write_header(h, wire);
   const JobPlan& plan = *snap_->jobs[snap_->port_to_job[rx.udp.dst_port] - 1];

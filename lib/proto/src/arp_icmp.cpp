@@ -59,8 +59,7 @@ size_t build_arp_reply(const Arp& req, const MacAddr& my_mac, uint32_t my_ip,
 
 size_t build_arp_request(const MacAddr& my_mac, uint32_t my_ip, uint32_t target_ip,
                          std::span<std::byte, kArpFrameBytes> out) noexcept {
-  constexpr MacAddr kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-  write_arp(out.data(), ArpOp::request, kBroadcast, my_mac, my_ip, MacAddr{}, target_ip);
+  write_arp(out.data(), ArpOp::request, kBroadcastMac, my_mac, my_ip, MacAddr{}, target_ip);
   return kArpFrameBytes;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "phub/base/mac.hpp"
 #include "phub/config/config.hpp"
 #include "phub/drivers/eth_port.hpp"
 #include "phub/drivers/mempool.hpp"
@@ -75,12 +76,12 @@ class Workers {
   uint32_t ip_shift = 0;
 
   [[nodiscard]] const proto::Layout& layout(const config::Job& job, uint16_t lcores, uint16_t mtu = 1500);
-  [[nodiscard]] proto::MacAddr server_mac() const { return server_mac_; }
+  [[nodiscard]] MacAddr server_mac() const { return server_mac_; }
 
  private:
   drivers::Mempool pool_;
   drivers::EthPort port_;
-  proto::MacAddr server_mac_{};
+  MacAddr server_mac_{};
   uint16_t queues_;
   std::map<uint32_t, proto::Layout> layouts_;
 };

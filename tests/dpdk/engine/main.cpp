@@ -1,12 +1,8 @@
-// One EAL for the whole test binary (see init_eal), then the gtest cases.
-#include <gtest/gtest.h>
-
-#include "harness.hpp"
+// One EAL for the whole test binary: --no-huge --no-pci, a per-process file prefix, three lcores on two CPUs.
+#include "eal_main.hpp"
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (!phub::test::init_eal("test-dpdk-engine")) return 1;
-  const int rc = RUN_ALL_TESTS();
-  phub::test::cleanup_eal();
-  return rc;
+  return phub::test::run_tests_in_eal(argc, argv, "phub-test-engine",
+                                      {"--no-huge", "--no-pci", "-m", "512", "--lcores", "(0-2)@(0,1)",
+                                       "--log-level=lib.eal:error", "--no-telemetry"});
 }

@@ -32,6 +32,7 @@ return {{
   jobs = {{ {{ id = 1, name = "t", workers = {workers}, port_base = 41000, quota_bytes = "8MiB",
              keys = {{ {{ name = "w", elems = 1000 }} }} }} }},
   limits = {{ mbufs = 4095 }},
+  control = {{ socket_path = "/tmp/{prefix}.ctl.sock", metrics_address = "127.0.0.1:0" }},
 }}
 """
 WATCHDOG_USEC = 600_000

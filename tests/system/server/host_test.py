@@ -26,6 +26,7 @@ return {{
   jobs = {{ {{ id = 7, name = "t", workers = 2, port_base = 41000, quota_bytes = "16MiB",
              keys = {{ {{ name = "w", elems = 1000 }} }} }} }},
   limits = {{ mbufs = 4095 }},
+  control = {{ socket_path = "/tmp/{prefix}.ctl.sock", metrics_address = "127.0.0.1:0" }},
 }}
 """
 

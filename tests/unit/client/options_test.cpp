@@ -1,6 +1,7 @@
 // Client settings: parsing of server lists and the validation messages that name each field.
 #include <gtest/gtest.h>
 
+#include "phub/base/ipv4.hpp"
 #include "phub/client/options.hpp"
 
 namespace phub::client {

@@ -41,19 +41,6 @@ TEST(Frame, BuildThenParseGivesEveryLayer) {
   EXPECT_EQ(std::memcmp(p->payload.data(), bytes_of(352 * 4).data(), 352 * 4), 0);
 }
 
-TEST(Frame, MacEqualComparesEveryByte) {
-  const MacAddr base{0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
-  EXPECT_TRUE(mac_equal(base, base));
-  for (size_t i = 0; i < base.size(); ++i) {
-    for (uint8_t bit = 1; bit != 0; bit = static_cast<uint8_t>(bit << 1)) {
-      MacAddr other = base;
-      other[i] = static_cast<uint8_t>(other[i] ^ bit);
-      EXPECT_FALSE(mac_equal(base, other)) << i << " " << int{bit};
-      EXPECT_FALSE(mac_equal(other, base));
-    }
-  }
-}
-
 TEST(Frame, IpHeaderChecksumHoldsForAnyAddressesTtlAndLength) {
   // The builder sums the header's fields arithmetically; the bytes it wrote must verify to zero.
   uint64_t x = 0x9e3779b97f4a7c15u;

@@ -9,8 +9,8 @@
 #include "heatmap.hpp"
 #include "hosts_file.hpp"
 #include "matrix_io.hpp"
+#include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
-#include "phub/config/text.hpp"
 #include "report.hpp"
 #include "synth.hpp"
 
@@ -136,7 +136,7 @@ TEST(Outputs, LuaSnippetAcceptedByConfigLoader) {
   auto cfg = config::load_string(text, "probe-snippet.lua");
   ASSERT_TRUE(cfg) << cfg.error() << "\n" << text;
   ASSERT_EQ(cfg->racks.size(), 3u);
-  EXPECT_EQ(config::format_ipv4(cfg->racks[0].hub_ipv4), hub1);
+  EXPECT_EQ(format_ipv4(cfg->racks[0].hub_ipv4), hub1);
   ASSERT_EQ(cfg->jobs.size(), 1u);
   size_t ranks = 0;
   for (const auto& [rack, list] : cfg->jobs[0].ranks_by_rack) ranks += list.size();

@@ -15,12 +15,6 @@ std::string err(const std::string& what, int rc) { return what + ": " + rte_stre
 
 }  // namespace
 
-std::string mac_to_string(const MacAddr& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-  return buf;
-}
-
 Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
   EthPort p;
   p.name_ = spec.devargs.substr(0, spec.devargs.find(','));
@@ -90,7 +84,7 @@ Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
     rte_ether_addr a;
     std::memcpy(a.addr_bytes, spec.mac->data(), 6);
     if (int rc = rte_eth_dev_default_mac_addr_set(p.id_, &a); rc != 0) {
-      return unexpected(err("port " + p.name_ + ": set MAC " + mac_to_string(*spec.mac), rc));
+      return unexpected(err("port " + p.name_ + ": set MAC " + format_mac(*spec.mac), rc));
     }
   }
   if (int rc = rte_eth_dev_start(p.id_); rc != 0) return unexpected(err("port " + p.name_ + ": start", rc));
@@ -159,7 +153,7 @@ PortStats EthPort::stats() const noexcept {
 }
 
 std::string EthPort::describe() const {
-  return "port " + name_ + " (id " + std::to_string(id_) + ", driver " + driver_ + "): mac " + mac_to_string(mac_) +
+  return "port " + name_ + " (id " + std::to_string(id_) + ", driver " + driver_ + "): mac " + format_mac(mac_) +
          ", " + std::to_string(queues_) + " queue pair(s), mtu " + std::to_string(mtu_) +
          ", zero-copy tx " + (tx_multi_seg_ ? "yes" : "no (results copied)");
 }

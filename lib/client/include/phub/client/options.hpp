@@ -65,8 +65,8 @@ inline constexpr uint32_t kMinWindowPackets = 8;
 
 // "198.18.0.1" or "198.18.0.1,198.18.0.2" (spaces allowed) into host-order addresses.
 [[nodiscard]] Result<std::vector<uint32_t>> parse_servers(std::string_view text);
-[[nodiscard]] Result<uint32_t> parse_ipv4(std::string_view text);
-[[nodiscard]] std::string format_ipv4(uint32_t host_order);
+// One IPv4 address (phub::parse_ipv4_address) with blanks around it allowed, into a host-order address.
+[[nodiscard]] Result<uint32_t> parse_address(std::string_view text);
 
 // Checks every field; the message names the field and the allowed range.
 [[nodiscard]] Expected<void, Error> validate(const Options& o);

@@ -1,25 +1,16 @@
 // The validated, immutable configuration of a phub server (what a Lua config file turns into).
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "phub/base/dtype.hpp"
+#include "phub/base/ipv4.hpp"
+#include "phub/base/mac.hpp"
 
 namespace phub::config {
-
-// An IPv4 address in host byte order with a prefix length.
-struct Ipv4Prefix {
-  uint32_t addr = 0;  // host order
-  uint8_t prefix_len = 32;
-
-  bool operator==(const Ipv4Prefix&) const = default;
-};
-
-using MacAddr = std::array<uint8_t, 6>;
 
 // How a packet that reaches the wrong lcore's queue gets to its owner.
 enum class Steering : uint8_t {
@@ -144,6 +135,8 @@ struct Limits {
 struct Control {
   std::string socket_path = "/run/phub/ctl.sock";
   uint32_t stats_interval_ms = 0;   // 0 = no periodic stats line
+  std::string metrics_address = "127.0.0.1:9464";  // the Prometheus endpoint; empty = none
+  uint32_t metrics_interval_ms = 1000;  // how often the counters phub-ctl, telemetry and Prometheus show are taken
 
   bool operator==(const Control&) const = default;
 };

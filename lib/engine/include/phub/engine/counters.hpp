@@ -102,10 +102,16 @@ inline constexpr std::array<uint64_t, 14> kLatencyBoundsUs = {50,    100,   250,
                                                               10000, 25000, 50000, 100000, 250000, 500000, 1000000};
 inline constexpr size_t kLatencyBuckets = kLatencyBoundsUs.size() + 1;
 
+// Loop gap histogram: the time between two quiescent states of an lcore's loop (idle sleeps excluded), the
+// longest the lcore made anything wait, e.g. while it served a reload. Upper bounds in microseconds.
+inline constexpr std::array<uint64_t, 10> kGapBoundsUs = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000};
+inline constexpr size_t kGapBuckets = kGapBoundsUs.size() + 1;
+
 struct alignas(64) LcoreCounters {
 #define PHUB_X(name, help) uint64_t name = 0;
   PHUB_LCORE_COUNTERS(PHUB_X)
 #undef PHUB_X
+  std::array<uint64_t, kGapBuckets> loop_gaps{};  // loop iterations per gap bucket (not cumulative)
   std::array<uint64_t, kDropCount> drops{};  // reasons no job is known for
   std::array<uint64_t, proto::kParseErrorCount> malformed{};
 };

@@ -52,6 +52,9 @@ struct CounterReport {
   uint64_t tsc_hz = 0;
 };
 
+// Every counter of a report, one "name value" list per lcore, job and port, and the drops (text form).
+[[nodiscard]] std::string format_report(const CounterReport& r);
+
 // What a reload did.
 struct ReloadOutcome {
   ConfigDiff diff;

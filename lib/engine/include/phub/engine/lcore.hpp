@@ -136,6 +136,7 @@ class Lcore {
   uint64_t next_timer_ = 0;
   uint64_t last_drain_ = 0;
   uint64_t last_quiescent_ = 0;
+  std::array<uint64_t, kGapBoundsUs.size()> gap_bounds_tsc_{};  // kGapBoundsUs in TSC cycles
   uint32_t idle_polls_ = 0;
   std::vector<TxBuffer> tx_;  // per port
   const Snapshot* snap_ = nullptr;

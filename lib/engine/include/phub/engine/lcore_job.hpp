@@ -22,7 +22,7 @@ namespace phub::engine {
 
 // Where a rank's packets come from: results and errors go back there.
 struct Peer {
-  proto::MacAddr mac{};
+  MacAddr mac{};
   uint32_t ip = 0;        // host order
   uint16_t udp_port = 0;
   uint8_t port = 0;       // index of the server port it arrived on

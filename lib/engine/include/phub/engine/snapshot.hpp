@@ -20,7 +20,7 @@ struct PortInfo {
   std::string name;
   uint16_t port_id = 0;        // ethdev id
   uint32_t ipv4 = 0;           // host order
-  proto::MacAddr mac{};
+  MacAddr mac{};
   uint16_t mtu = 1500;
   bool zero_copy_tx = false;   // chained mbufs with external buffers (ports[].tx_copy off and the PMD can)
 };

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "phub/base/mac.hpp"
 #include "phub/gen/partition.hpp"
 #include "phub/gen/slots.hpp"
 #include "phub/gen/workload.hpp"
@@ -17,8 +18,8 @@ namespace phub::gen {
 // Where a job's emulated workers live: rank r sends from (ip_base + r, port_base + r), or from rank_ips[r]
 // when the job pins each rank to an address.
 struct WorkerAddrs {
-  proto::MacAddr src_mac{};
-  proto::MacAddr server_mac{};
+  MacAddr src_mac{};
+  MacAddr server_mac{};
   uint32_t server_ip = 0;    // host order
   uint32_t ip_base = 0;      // host order
   uint16_t port_base = 20000;

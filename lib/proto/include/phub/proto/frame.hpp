@@ -1,32 +1,17 @@
 // Ethernet / IPv4 / UDP framing around the phub header: layered parse and build (no DPDK).
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <span>
 
 #include "phub/base/expected.hpp"
+#include "phub/base/mac.hpp"
 #include "phub/proto/errors.hpp"
 #include "phub/proto/header.hpp"
 
 namespace phub::proto {
-
-using MacAddr = std::array<uint8_t, 6>;
-
-// Equality of two MAC addresses in two loads each (std::array's operator== calls memcmp out of line, twice
-// per received frame on the server's hot path).
-[[nodiscard]] inline bool mac_equal(const MacAddr& a, const MacAddr& b) noexcept {
-  uint32_t a4, b4;
-  uint16_t a2, b2;
-  std::memcpy(&a4, a.data(), 4);
-  std::memcpy(&b4, b.data(), 4);
-  std::memcpy(&a2, a.data() + 4, 2);
-  std::memcpy(&b2, b.data() + 4, 2);
-  return ((a4 ^ b4) | static_cast<uint32_t>(a2 ^ b2)) == 0;
-}
 
 inline constexpr size_t kEthBytes = 14;
 inline constexpr size_t kVlanBytes = 4;

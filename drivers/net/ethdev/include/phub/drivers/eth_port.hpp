@@ -4,16 +4,14 @@
 
 #include <rte_ethdev.h>
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "phub/base/expected.hpp"
+#include "phub/base/mac.hpp"
 
 namespace phub::drivers {
-
-using MacAddr = std::array<uint8_t, 6>;
 
 struct PortSpec {
   std::string devargs;          // "net_tap0,iface=phub0", "net_memif0,role=server,socket=/run/x", "0000:3b:00.0"
@@ -83,8 +81,5 @@ class EthPort {
   bool started_ = false;
   unsigned flows_ = 0;
 };
-
-// "aa:bb:cc:dd:ee:ff"
-[[nodiscard]] std::string mac_to_string(const MacAddr& m);
 
 }  // namespace phub::drivers

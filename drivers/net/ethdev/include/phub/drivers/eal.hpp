@@ -1,0 +1,35 @@
+// The EAL of a phub program: an owner that starts it from its arguments (phub/base/eal_args.hpp) and cleans
+// it up when it goes away.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "phub/base/eal_args.hpp"
+#include "phub/base/expected.hpp"
+
+namespace phub::drivers {
+
+class Eal {
+ public:
+  // Runs rte_eal_init for `program` with `args`, every one of which must be an EAL argument (rte_eal_init
+  // stops at "--" or at a word that is not an option and leaves the rest; that is refused). The calling
+  // thread keeps the CPU affinity it had before when `keep_thread_affinity` (the EAL pins it to the main
+  // lcore). The error names the arguments.
+  [[nodiscard]] static Expected<Eal, std::string> start(std::string_view program, const std::vector<std::string>& args,
+                                                        bool keep_thread_affinity = false);
+  Eal() = default;
+  Eal(Eal&& o) noexcept : live_(std::exchange(o.live_, false)) {}
+  Eal& operator=(Eal&&) = delete;
+  Eal(const Eal&) = delete;
+  Eal& operator=(const Eal&) = delete;
+  // rte_eal_cleanup: destroy the Eal after every port and pool the program opened is closed.
+  ~Eal();
+
+ private:
+  bool live_ = false;
+};
+
+}  // namespace phub::drivers

@@ -1,0 +1,36 @@
+// Starting the EAL and cleaning it up.
+#include "phub/drivers/eal.hpp"
+
+#include <pthread.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+namespace phub::drivers {
+
+Expected<Eal, std::string> Eal::start(std::string_view program, const std::vector<std::string>& args,
+                                      bool keep_thread_affinity) {
+  EalArgv argv(program, args);
+  cpu_set_t cpus;
+  const bool have_cpus = keep_thread_affinity && pthread_getaffinity_np(pthread_self(), sizeof cpus, &cpus) == 0;
+  const int parsed = rte_eal_init(argv.argc(), argv.argv());
+  if (parsed < 0) {
+    return unexpected("EAL initialisation failed (" + std::string(rte_strerror(rte_errno)) +
+                      "); EAL arguments were: " + join_eal_args(args));
+  }
+  Eal eal;
+  eal.live_ = true;  // from here on the EAL is cleaned up, whatever follows
+  if (parsed != argv.argc() - 1) {
+    // rte_eal_init puts the program name just before the first argument it did not take.
+    return unexpected("EAL arguments: \"" + std::string(argv.argv()[parsed + 1]) +
+                      "\" is not an EAL option (rte_eal_init stopped there); EAL arguments were: " +
+                      join_eal_args(args));
+  }
+  if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
+  return eal;
+}
+
+Eal::~Eal() {
+  if (live_) rte_eal_cleanup();
+}
+
+}  // namespace phub::drivers

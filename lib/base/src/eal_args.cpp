@@ -1,0 +1,44 @@
+// EAL arguments: splitting, joining, the per-process file prefix, argc/argv.
+#include "phub/base/eal_args.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace phub {
+
+std::vector<std::string> split_eal_args(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n";
+  std::vector<std::string> out;
+  for (size_t start = text.find_first_not_of(kSpace); start != std::string_view::npos;
+       start = text.find_first_not_of(kSpace, start)) {
+    const size_t end = std::min(text.find_first_of(kSpace, start), text.size());
+    out.emplace_back(text.substr(start, end - start));
+    start = end;
+  }
+  return out;
+}
+
+std::string join_eal_args(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+void add_file_prefix(std::vector<std::string>& args, std::string_view stem) {
+  for (const auto& a : args) {
+    if (a == "--file-prefix" || a.starts_with("--file-prefix=")) return;
+  }
+  args.push_back("--file-prefix=" + std::string(stem) + "-" + std::to_string(getpid()));
+}
+
+EalArgv::EalArgv(std::string_view program, const std::vector<std::string>& args) {
+  words_.reserve(args.size() + 1);
+  words_.emplace_back(program);
+  words_.insert(words_.end(), args.begin(), args.end());
+  pointers_.reserve(words_.size() + 1);
+  for (auto& w : words_) pointers_.push_back(w.data());
+  pointers_.push_back(nullptr);
+}
+
+}  // namespace phub

@@ -1,0 +1,207 @@
+// The counter table as Prometheus metric families, and the HTTP endpoint (see prometheus.hpp).
+#include "phub/ctl/prometheus.hpp"
+
+#include <prometheus/collectable.h>
+#include <prometheus/exposer.h>
+
+namespace phub::ctl {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Counters counted in TSC cycles are exported in seconds; gauges are named here.
+bool is_gauge(std::string_view name) { return name == "max_gap_tsc"; }
+bool in_tsc(std::string_view name) { return name.ends_with("_tsc"); }
+std::string seconds_name(std::string_view name) { return std::string(name.substr(0, name.size() - 4)) + "_seconds"; }
+
+MetricFamily family(std::string name, std::string_view help, MetricType type) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::string(help);
+  f.type = type;
+  return f;
+}
+
+ClientMetric counter(std::vector<ClientMetric::Label> labels, double v) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.counter.value = v;
+  return m;
+}
+
+ClientMetric gauge(std::vector<ClientMetric::Label> labels, double v) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = v;
+  return m;
+}
+
+void lcore_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
+  const double hz = r.tsc_hz != 0 ? static_cast<double>(r.tsc_hz) : 1.0;
+  for (const auto& f : engine::kLcoreFields) {
+    const bool g = is_gauge(f.name);
+    const bool tsc = in_tsc(f.name);
+    std::string name = "phub_lcore_" + (tsc ? seconds_name(f.name) : std::string(f.name)) + (g ? "" : "_total");
+    if (f.name == "total_tsc") name = "phub_lcore_run_seconds_total";
+    auto fam = family(std::move(name), f.help, g ? MetricType::Gauge : MetricType::Counter);
+    for (const auto& l : r.lcores) {
+      const double v = static_cast<double>(l.counters.*f.member) / (tsc ? hz : 1.0);
+      std::vector<ClientMetric::Label> labels{{"lcore", std::to_string(l.lcore_id)}};
+      fam.metric.push_back(g ? gauge(std::move(labels), v) : counter(std::move(labels), v));
+    }
+    out.push_back(std::move(fam));
+  }
+  auto gaps = family("phub_lcore_loop_gap_seconds",
+                     "time between two quiescent states of the lcore's loop (idle sleeps excluded)", MetricType::Histogram);
+  for (const auto& l : r.lcores) {
+    ClientMetric h;
+    h.label = {{"lcore", std::to_string(l.lcore_id)}};
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < engine::kGapBuckets; ++b) {
+      cumulative += l.counters.loop_gaps[b];
+      const double bound = b < engine::kGapBoundsUs.size() ? static_cast<double>(engine::kGapBoundsUs[b]) / 1e6
+                                                           : std::numeric_limits<double>::infinity();
+      h.histogram.bucket.push_back({cumulative, bound});
+    }
+    h.histogram.sample_count = cumulative;
+    h.histogram.sample_sum = 0;  // not kept: the buckets and phub_lcore_max_gap_seconds say what matters
+    gaps.metric.push_back(std::move(h));
+  }
+  out.push_back(std::move(gaps));
+  auto busy = family("phub_lcore_busy_ratio", "share of the lcore's loop time spent in iterations that found work",
+                     MetricType::Gauge);
+  for (const auto& l : r.lcores) {
+    const double total = static_cast<double>(l.counters.total_tsc);
+    busy.metric.push_back(gauge({{"lcore", std::to_string(l.lcore_id)}},
+                                total > 0 ? static_cast<double>(l.counters.busy_tsc) / total : 0.0));
+  }
+  out.push_back(std::move(busy));
+}
+
+void job_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
+  auto labels = [](const engine::CounterReport::Job& j) {
+    return std::vector<ClientMetric::Label>{{"job", j.name}, {"job_id", std::to_string(j.id)}};
+  };
+  for (const auto& f : engine::kJobFields) {
+    if (f.name == "round_latency_sum_ns") continue;  // part of the histogram below
+    auto fam = family("phub_job_" + std::string(f.name) + "_total", f.help, MetricType::Counter);
+    for (const auto& j : r.jobs) fam.metric.push_back(counter(labels(j), static_cast<double>(j.counters.*f.member)));
+    out.push_back(std::move(fam));
+  }
+  auto epoch = family("phub_job_epoch", "the job's epoch (the newest of its lcores)", MetricType::Gauge);
+  auto open = family("phub_job_open_rounds", "chunks with a round in progress", MetricType::Gauge);
+  auto draining = family("phub_job_draining", "1 while the job starts no new round", MetricType::Gauge);
+  auto latency = family("phub_job_round_latency_seconds", "a chunk round's time from its first contribution to its result",
+                        MetricType::Histogram);
+  for (const auto& j : r.jobs) {
+    epoch.metric.push_back(gauge(labels(j), j.epoch));
+    open.metric.push_back(gauge(labels(j), static_cast<double>(j.open_rounds)));
+    draining.metric.push_back(gauge(labels(j), j.draining ? 1.0 : 0.0));
+    ClientMetric h;
+    h.label = labels(j);
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < engine::kLatencyBuckets; ++b) {
+      cumulative += j.counters.round_latency[b];
+      const double bound = b < engine::kLatencyBoundsUs.size() ? static_cast<double>(engine::kLatencyBoundsUs[b]) / 1e6
+                                                               : std::numeric_limits<double>::infinity();
+      h.histogram.bucket.push_back({cumulative, bound});
+    }
+    h.histogram.sample_count = cumulative;
+    h.histogram.sample_sum = static_cast<double>(j.counters.round_latency_sum_ns) / 1e9;
+    latency.metric.push_back(std::move(h));
+  }
+  for (auto* f : {&epoch, &open, &draining, &latency}) out.push_back(std::move(*f));
+}
+
+void drop_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
+  auto drops = family("phub_drops_total", "packets not used, by reason; per job once the UDP port named the job",
+                      MetricType::Counter);
+  for (size_t d = 0; d < engine::kDropCount; ++d) {
+    const std::string reason(engine::drop_name(static_cast<engine::Drop>(d)));
+    uint64_t unowned = 0;
+    for (const auto& l : r.lcores) unowned += l.counters.drops[d];
+    drops.metric.push_back(counter({{"reason", reason}, {"job", ""}}, static_cast<double>(unowned)));
+    for (const auto& j : r.jobs) {
+      drops.metric.push_back(counter({{"reason", reason}, {"job", j.name}}, static_cast<double>(j.counters.drops[d])));
+    }
+  }
+  out.push_back(std::move(drops));
+  auto malformed = family("phub_malformed_total", "frames that failed to parse, by reason", MetricType::Counter);
+  for (size_t e = 0; e < proto::kParseErrorCount; ++e) {
+    uint64_t n = 0;
+    for (const auto& l : r.lcores) n += l.counters.malformed[e];
+    malformed.metric.push_back(
+        counter({{"reason", std::string(proto::parse_error_name(static_cast<proto::ParseError>(e)))}}, static_cast<double>(n)));
+  }
+  out.push_back(std::move(malformed));
+}
+
+void port_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
+  struct Field {
+    const char* name;
+    const char* help;
+    uint64_t drivers::PortStats::*member;
+  };
+  constexpr Field kFields[] = {
+      {"rx_packets", "frames the port received", &drivers::PortStats::rx_packets},
+      {"rx_bytes", "bytes the port received", &drivers::PortStats::rx_bytes},
+      {"rx_missed", "frames the port dropped for want of room", &drivers::PortStats::rx_missed},
+      {"rx_errors", "erroneous frames the port received", &drivers::PortStats::rx_errors},
+      {"rx_nombuf", "frames lost for want of an mbuf", &drivers::PortStats::rx_nombuf},
+      {"tx_packets", "frames the port sent", &drivers::PortStats::tx_packets},
+      {"tx_bytes", "bytes the port sent", &drivers::PortStats::tx_bytes},
+      {"tx_errors", "frames the port failed to send", &drivers::PortStats::tx_errors},
+  };
+  for (const auto& f : kFields) {
+    auto fam = family(std::string("phub_port_") + f.name + "_total", f.help, MetricType::Counter);
+    for (const auto& p : r.ports) fam.metric.push_back(counter({{"port", p.name}}, static_cast<double>(p.stats.*f.member)));
+    out.push_back(std::move(fam));
+  }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> metric_families(const engine::CounterReport& r) {
+  std::vector<MetricFamily> out;
+  lcore_families(r, out);
+  job_families(r, out);
+  drop_families(r, out);
+  port_families(r, out);
+  return out;
+}
+
+class CacheCollectable : public prometheus::Collectable {
+ public:
+  explicit CacheCollectable(const CounterCache& cache) : cache_(cache) {}
+  std::vector<MetricFamily> Collect() const override {
+    const auto s = cache_.latest();
+    return s ? metric_families(s->report) : std::vector<MetricFamily>{};
+  }
+
+ private:
+  const CounterCache& cache_;
+};
+
+Expected<std::unique_ptr<MetricsEndpoint>, std::string> MetricsEndpoint::open(const std::string& address,
+                                                                             const CounterCache& cache) {
+  std::unique_ptr<MetricsEndpoint> e(new MetricsEndpoint());
+  try {
+    e->exposer_ = std::make_unique<prometheus::Exposer>(address, 1);
+  } catch (const std::exception& ex) {
+    return unexpected("control.metrics_address: cannot listen on " + address + ": " + ex.what());
+  }
+  e->collectable_ = std::make_shared<CacheCollectable>(cache);
+  e->exposer_->RegisterCollectable(e->collectable_);
+  return e;
+}
+
+MetricsEndpoint::~MetricsEndpoint() = default;
+
+int MetricsEndpoint::port() const {
+  const auto ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+}  // namespace phub::ctl

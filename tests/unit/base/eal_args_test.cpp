@@ -1,0 +1,54 @@
+// EAL arguments (phub/base/eal_args.hpp): splitting, joining, a distinct --file-prefix, argc/argv.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "phub/base/eal_args.hpp"
+
+namespace phub {
+namespace {
+
+using Args = std::vector<std::string>;
+
+TEST(EalArgs, SplitsAtWhiteSpace) {
+  EXPECT_EQ(split_eal_args("--no-huge --no-pci -m 512"), (Args{"--no-huge", "--no-pci", "-m", "512"}));
+  EXPECT_EQ(split_eal_args("  -l 0\t--lcores (0-2)@1\n "), (Args{"-l", "0", "--lcores", "(0-2)@1"}));
+  EXPECT_EQ(split_eal_args(""), Args{});
+  EXPECT_EQ(split_eal_args(" \t\n"), Args{});
+  EXPECT_EQ(join_eal_args({"--no-huge", "-m", "512"}), "--no-huge -m 512");
+  EXPECT_EQ(join_eal_args({}), "");
+}
+
+TEST(EalArgs, AddsAFilePrefixOfThisProcessUnlessOneIsGiven) {
+  Args a{"--no-huge"};
+  add_file_prefix(a, "phub-test");
+  EXPECT_EQ(a, (Args{"--no-huge", "--file-prefix=phub-test-" + std::to_string(getpid())}));
+  add_file_prefix(a, "other");  // already has one
+  EXPECT_EQ(a.size(), 2u);
+  Args b{"--file-prefix", "mine", "-m", "128"};
+  add_file_prefix(b, "phub-test");
+  EXPECT_EQ(b, (Args{"--file-prefix", "mine", "-m", "128"}));
+  Args c{"--file-prefix=mine"};
+  add_file_prefix(c, "phub-test");
+  EXPECT_EQ(c, Args{"--file-prefix=mine"});
+}
+
+TEST(EalArgs, ArgvHasTheProgramTheArgumentsAndANullEnd) {
+  const Args args{"--no-huge", "-m", "512"};
+  EalArgv argv("phub-x", args);
+  ASSERT_EQ(argv.argc(), 4);
+  EXPECT_STREQ(argv.argv()[0], "phub-x");
+  for (size_t i = 0; i < args.size(); ++i) EXPECT_STREQ(argv.argv()[i + 1], args[i].c_str());
+  EXPECT_EQ(argv.argv()[4], nullptr);
+  // The strings belong to the EalArgv (rte_eal_init may keep pointers to them): a copy, not the caller's.
+  EXPECT_NE(argv.argv()[1], args[0].c_str());
+  EalArgv none("phub-x", {});
+  EXPECT_EQ(none.argc(), 1);
+  EXPECT_EQ(none.argv()[1], nullptr);
+}
+
+}  // namespace
+}  // namespace phub
