@@ -177,7 +177,15 @@ class CacheCollectable : public prometheus::Collectable {
   explicit CacheCollectable(const CounterCache& cache) : cache_(cache) {}
   std::vector<MetricFamily> Collect() const override {
     const auto s = cache_.latest();
-    return s ? metric_families(s->report) : std::vector<MetricFamily>{};
+    if (!s) return {};
+    auto out = metric_families(s->report);
+    auto seq = family("phub_counter_sample",
+                      "sequence number of the counter sample these values come from (`sample` in phub-ctl stats --json "
+                      "and in the /phub/ telemetry answers)",
+                      MetricType::Gauge);
+    seq.metric.push_back(gauge({}, static_cast<double>(s->sequence)));
+    out.push_back(std::move(seq));
+    return out;
   }
 
  private:
