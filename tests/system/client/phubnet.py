@@ -211,10 +211,12 @@ class Net:
         raise RuntimeError("phub-server did not become ready:\n" + open(self.server_log).read()[-3000:])
 
     def signal_server(self, sig):
-        """Sends sig to the phub-server process itself (`ip netns exec` and `timeout` forward nothing)."""
+        """Sends sig to the phub-server process itself, found by its command name: not to the `timeout` that
+        runs it, whose command line names it too and which forwards SIGHUP, SIGINT and SIGTERM to it (the
+        server would get the signal twice)."""
         for pid in (sh("ip", "netns", "pids", self.ns_server(), check=False, capture=True) or "").split():
             try:
-                if "phub-server" in open("/proc/%s/cmdline" % pid).read():
+                if open("/proc/%s/comm" % pid).read().strip() == "phub-server":
                     os.kill(int(pid), sig)
             except (OSError, ValueError):
                 pass

@@ -7,7 +7,7 @@ and job B with a rate limit far below its workers' rate (so rate_limited drops a
 datagrams to a UDP port of no job are counted as unknown_port. Prometheus (Debian's) runs in the server's
 namespace with a generated config that scrapes the endpoint every 200 ms, its TSDB in a temporary directory.
 During traffic, readings of the three that come from the same counter sample (its sequence number: `sample`
-in the JSON and in telemetry, phub_counter_sample in Prometheus) must be equal; after the traffic, once the
+in the JSON and in telemetry, phub_sample_sequence in Prometheus) must be equal; after the traffic, once the
 values are constant, every compared counter must be equal across the three. `promtool check metrics` must
 accept a scrape of the endpoint without a word.
 Usage: counters_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
@@ -33,21 +33,21 @@ UNKNOWN_PORT = 40999
 STRAY_DATAGRAMS = 37
 
 # The compared counters: (name, its value in `stats --json`, where telemetry has it (command, key...), the
-# Prometheus selector whose series it sums). Prometheus renames phub's `job` label to `exported_job`: a scrape
-# target's `job` label is Prometheus's own.
+# Prometheus selector whose series it sums). phub labels a job's series job_name and job_id: `job` is the
+# label Prometheus gives a scrape target.
 COUNTERS = [
     ("A pushes", lambda s: livenet.job_of(s, "A")["pushes"], ("/phub/job,A", "pushes"),
-     'phub_job_pushes_total{exported_job="A"}'),
+     'phub_job_pushes_total{job_name="A"}'),
     ("A rounds_completed", lambda s: livenet.job_of(s, "A")["rounds_completed"], ("/phub/job,A", "rounds_completed"),
-     'phub_job_rounds_completed_total{exported_job="A"}'),
+     'phub_job_rounds_completed_total{job_name="A"}'),
     ("A push_payload_bytes", lambda s: livenet.job_of(s, "A")["push_payload_bytes"],
-     ("/phub/job,A", "push_payload_bytes"), 'phub_job_push_payload_bytes_total{exported_job="A"}'),
+     ("/phub/job,A", "push_payload_bytes"), 'phub_job_push_payload_bytes_total{job_name="A"}'),
     ("A results_sent", lambda s: livenet.job_of(s, "A")["results_sent"], ("/phub/job,A", "results_sent"),
-     'phub_job_results_sent_total{exported_job="A"}'),
+     'phub_job_results_sent_total{job_name="A"}'),
     ("B pushes", lambda s: livenet.job_of(s, "B")["pushes"], ("/phub/job,B", "pushes"),
-     'phub_job_pushes_total{exported_job="B"}'),
+     'phub_job_pushes_total{job_name="B"}'),
     ("B drops rate_limited", lambda s: livenet.job_of(s, "B")["drops"]["rate_limited"],
-     ("/phub/job,B", "drop_rate_limited"), 'phub_drops_total{exported_job="B",reason="rate_limited"}'),
+     ("/phub/job,B", "drop_rate_limited"), 'phub_drops_total{job_name="B",reason="rate_limited"}'),
     ("all jobs pushes", lambda s: sum(j["pushes"] for j in s["jobs"]), ("/phub/stats", "pushes"),
      "phub_job_pushes_total"),
     ("all jobs rounds_completed", lambda s: sum(j["rounds_completed"] for j in s["jobs"]),
@@ -132,8 +132,9 @@ class Prometheus:
         with open(self.log, "w") as log:
             net.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))  # phubnet stops it
 
-    def api(self, expr):
-        body = json.loads(http_get(self.net, self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})))
+    def api(self, expr, at=None):
+        query = {"query": expr} if at is None else {"query": expr, "time": "%.3f" % at}
+        body = json.loads(http_get(self.net, self.url + "/api/v1/query?" + urllib.parse.urlencode(query)))
         if body.get("status") != "success":
             raise RuntimeError("prometheus: %s: %s" % (expr, body))
         return body["data"]["result"]
@@ -150,15 +151,19 @@ class Prometheus:
         raise RuntimeError("prometheus scraped nothing in %d s: %s" % (timeout_s, open(self.log).read()[-1000:]))
 
     def scrapes(self, seconds):
-        """{sample: {counter: value}} of every scrape of the last `seconds`, each counter summed over its series."""
+        """{sample: {counter: value}} of every scrape of the last `seconds`, each counter summed over its series.
+        Every query is evaluated at one instant a second ago, so that a scrape ingested between two queries is
+        not seen by some of them only; a scrape is kept only if every counter has a value in it."""
+        at = time.time() - 1.0
         by_time = {}
         for name, _, _, selector in COUNTERS:
-            for r in self.api("%s[%ds]" % (selector, seconds)):
+            for r in self.api("%s[%ds]" % (selector, seconds), at):
                 for t, v in r["values"]:
                     by_time.setdefault(t, {}).setdefault(name, 0)
                     by_time[t][name] += int(float(v))
-        samples = {t: int(float(v)) for r in self.api("phub_counter_sample[%ds]" % seconds) for t, v in r["values"]}
-        return {samples[t]: values for t, values in by_time.items() if t in samples}
+        samples = {t: int(float(v)) for r in self.api("phub_sample_sequence[%ds]" % seconds, at)
+                   for t, v in r["values"]}
+        return {samples[t]: values for t, values in by_time.items() if t in samples and len(values) == len(COUNTERS)}
 
 
 def send_stray(net, ns, count):
@@ -234,7 +239,7 @@ def main():
             if now[0] != last[0] and now[1] == last[1]:
                 break
             last = now
-        time.sleep((INTERVAL_MS + 3 * SCRAPE_MS) / 1000)
+        time.sleep((INTERVAL_MS + 3 * SCRAPE_MS) / 1000 + 1.0)  # scrapes() looks a second back
         final_ctl = ctl_reading(ctl)
         final_tel = {}
         for _, values in telemetry(net):

@@ -24,7 +24,7 @@ namespace phub::ctl {
 class MetricsEndpoint {
  public:
   // Listens on `address` ("127.0.0.1:9464"; port 0 picks a free one) and serves `cache`'s latest sample: its
-  // metric_families and phub_counter_sample, the sample's sequence number.
+  // metric_families and phub_sample_sequence, the sample's sequence number.
   [[nodiscard]] static Expected<std::unique_ptr<MetricsEndpoint>, std::string> open(const std::string& address,
                                                                                    const CounterCache& cache);
   ~MetricsEndpoint();
