@@ -121,7 +121,7 @@ class Driver {
   std::vector<std::unique_ptr<JobRun>>& jobs_;
   const engine::Engine& engine_;
   test::Workers& wire_;
-  proto::MacAddr server_mac_;
+  MacAddr server_mac_;
   EpochTally tally_;
   EventLog log_;
   uint64_t tick_ = 0;

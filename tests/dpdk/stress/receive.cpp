@@ -115,8 +115,8 @@ void Driver::check_route(const JobRun& j, const proto::PhubFrame& f, uint16_t qu
   const RankAddress to = rank_address(j.index, h.rank);
   const uint16_t owner = j.layout.chunk(h.chunk_id).owner;
   std::string wrong;
-  if (!proto::mac_equal(f.l2.dst, to.mac)) wrong += " destination MAC;";
-  if (!proto::mac_equal(f.l2.src, server_mac_)) wrong += " source MAC;";
+  if (!mac_equal(f.l2.dst, to.mac)) wrong += " destination MAC;";
+  if (!mac_equal(f.l2.src, server_mac_)) wrong += " source MAC;";
   if (f.l2.vlan_tci != 0) wrong += " VLAN tag;";
   if (f.ip.dst != to.ip) wrong += " destination IPv4 " + std::to_string(f.ip.dst) + ";";
   if (f.ip.src != test::kServerIp) wrong += " source IPv4;";

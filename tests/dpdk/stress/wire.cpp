@@ -16,7 +16,7 @@ RankAddress rank_address(uint32_t job, uint16_t rank) noexcept {
   return a;
 }
 
-std::vector<std::byte> worker_frame(const RankAddress& from, proto::MacAddr server_mac, uint16_t server_udp_port,
+std::vector<std::byte> worker_frame(const RankAddress& from, MacAddr server_mac, uint16_t server_udp_port,
                                     const proto::Header& h, std::span<const std::byte> payload,
                                     const proto::AuthKey* key) {
   proto::FlowAddrs a;

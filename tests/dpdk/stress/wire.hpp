@@ -17,14 +17,14 @@ namespace phub::stress {
 // Rank `rank` of the job at index `job` (in the epoch's job list): MAC 02:77:j:0:r:r, IPv4
 // 198.18.(16 + job).(rank + 1), UDP port 50000 + 100 * job + rank.
 struct RankAddress {
-  proto::MacAddr mac;
+  MacAddr mac;
   uint32_t ip;
   uint16_t udp_port;
 };
 [[nodiscard]] RankAddress rank_address(uint32_t job, uint16_t rank) noexcept;
 
 // One phub frame from `from` to the server's MAC and UDP port; signed with `key` unless it is null.
-[[nodiscard]] std::vector<std::byte> worker_frame(const RankAddress& from, proto::MacAddr server_mac,
+[[nodiscard]] std::vector<std::byte> worker_frame(const RankAddress& from, MacAddr server_mac,
                                                   uint16_t server_udp_port, const proto::Header& h,
                                                   std::span<const std::byte> payload, const proto::AuthKey* key);
 
