@@ -85,7 +85,7 @@ void count_hook(lua_State* L, lua_Debug* /*ar*/) { charge(L, budget_of(L).hook_i
 // "file:line: " of the innermost Lua function on the stack (level 0 in a hook, 1 in a C function).
 std::string where(lua_State* L) {
   lua_Debug ar;
-  for (int level = 0; level < 2 && lua_getstack(L, level, &ar) != 0; ++level) {
+  for (int level = 0; level < 8 && lua_getstack(L, level, &ar) != 0; ++level) {
     if (lua_getinfo(L, "Sl", &ar) != 0 && ar.currentline > 0) {
       return std::string(ar.short_src) + ":" + std::to_string(ar.currentline) + ": ";
     }

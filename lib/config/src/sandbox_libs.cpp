@@ -145,7 +145,8 @@ int sandbox_setmetatable(lua_State* L) {
   return call_original(L);
 }
 
-// string.rep, copying in charged rounds: a huge count stops at the budget or the clock, not after it.
+// string.rep: its bytes charged up front, its copies in charged rounds, so a huge count stops at the
+// budget or the clock, not after it.
 int sandbox_rep(lua_State* L) {
   size_t len = 0;
   size_t sep_len = 0;
@@ -161,6 +162,9 @@ int sandbox_rep(lua_State* L) {
     return luaL_error(L, "resulting string too large");
   }
   size_t total = static_cast<size_t>(n) * len + static_cast<size_t>(n - 1) * sep_len;
+  // The result's bytes are charged before they are allocated (allocating and touching them takes time
+  // the loop below cannot see); the loop charges its copies.
+  charge_upfront(L, total / kBytesPerUnit);
   luaL_Buffer b;
   char* p = luaL_buffinitsize(L, &b, total);
   uint64_t pending = 0;
@@ -171,7 +175,7 @@ int sandbox_rep(lua_State* L) {
       std::memcpy(p, sep, sep_len);
       p += sep_len;
     }
-    pending += 1 + (len + sep_len) / kBytesPerUnit;
+    ++pending;
     if (pending >= kLoopUnitsPerCharge) {
       charge(L, pending);
       pending = 0;

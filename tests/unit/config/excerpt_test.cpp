@@ -62,12 +62,14 @@ TEST(Excerpt, ManyHugeErrorsStayShortAndCounted) {
 }
 
 TEST(Excerpt, ScriptErrorsAreShort) {
-  expect_short(load_error(ten_mib_patch("error(big)")), {"test.lua:", "kkkk", "(10485760 bytes"});
-  // Lua's own message names a 10 MB field written in the source.
-  std::string source = "local t = {}\nt." + std::string(kTenMiB, 'f') + "()\nreturn {}";
-  expect_short(load_error(source), {"test.lua:2: attempt to call a nil value (field 'ffff", "bytes"});
-  // A syntax error quotes the token it stopped at.
-  expect_short(load_error("x = " + std::string(kTenMiB, 'g') + " +\nreturn {}"), {"test.lua:", "gggg"});
+  // The message is the position and the 10 MiB string: 10485773 bytes, cut.
+  expect_short(load_error(ten_mib_patch("error(big)")), {"test.lua:11: kkkk", "... (10485773 bytes)"});
+  // Lua's own message names a 1 MiB field written in the source.
+  std::string source = "local t = {}\nt." + std::string(1u << 20, 'f') + "()\nreturn {}";
+  expect_short(load_error(source), {"test.lua:2: attempt to call a nil value (field 'ffff", "bytes)"});
+  // A syntax error quotes the token it stopped at: here a 1 MiB unfinished string.
+  expect_short(load_error("x = '" + std::string(1u << 20, 'g') + "\nreturn {}"),
+               {"test.lua:1: unfinished string near ''gggg", "bytes)"});
   // An error object that is a huge number-like string.
   expect_short(load_error(ten_mib_patch("error(big, 0)")), {"kkkk", "bytes"});
 }
