@@ -12,7 +12,6 @@ namespace phub::config::detail {
 namespace {
 
 constexpr size_t kMaxErrorsShown = 20;
-constexpr size_t kMaxQuotedBytes = 64;
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
@@ -41,24 +40,25 @@ std::string kind_and_value(const Value& v) {
 }  // namespace
 
 void Errors::add(std::string_view path, std::string_view message) {
-  list_.push_back(std::string(path) + ": " + std::string(message));
+  ++count_;
+  if (list_.size() < kMaxErrorsShown) list_.push_back(std::string(path) + ": " + std::string(message));
 }
 
 std::string Errors::join(std::string_view prefix) const {
   std::string out;
-  for (size_t i = 0; i < list_.size() && i < kMaxErrorsShown; ++i) {
+  for (size_t i = 0; i < list_.size(); ++i) {
     if (i != 0) out += '\n';
     out.append(prefix).append(list_[i]);
   }
-  if (list_.size() > kMaxErrorsShown) {
+  if (count_ > list_.size()) {
     out.append("\n").append(prefix).append("... and ");
-    out.append(std::to_string(list_.size() - kMaxErrorsShown)).append(" more errors");
+    out.append(std::to_string(count_ - list_.size())).append(" more errors");
   }
   return out;
 }
 
 std::string field_path(std::string_view parent, std::string_view key) {
-  if (!is_identifier(key)) return std::string(parent) + "[" + quote(key) + "]";
+  if (key.size() > kMaxQuotedBytes || !is_identifier(key)) return std::string(parent) + "[" + quote(key) + "]";
   return parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
 }
 
@@ -79,8 +79,14 @@ std::string quote(std::string_view s) {
       out += static_cast<char>(c);
     }
   }
-  if (s.size() > kMaxQuotedBytes) out += "...";
-  return out + "\"";
+  out += '"';
+  if (s.size() > kMaxQuotedBytes) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
+std::string excerpt(std::string_view s, size_t keep) {
+  if (s.size() <= keep) return std::string(s);
+  return std::string(s.substr(0, keep)) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
 std::string render(const Value& v) {

@@ -14,26 +14,34 @@
 
 namespace phub::config::detail {
 
-// Errors as "path: message", in the order they were found.
+// Errors as "path: message", in the order they were found. Only the first ones shown are kept; the rest
+// are counted, so a table of a million bad keys costs a counter, not a million strings.
 class Errors {
  public:
   void add(std::string_view path, std::string_view message);
-  [[nodiscard]] bool empty() const { return list_.empty(); }
-  [[nodiscard]] size_t size() const { return list_.size(); }
+  [[nodiscard]] bool empty() const { return count_ == 0; }
+  [[nodiscard]] size_t size() const { return count_; }
   // All errors, one per line, each prefixed with `prefix`; long lists are cut with a count of the rest.
   [[nodiscard]] std::string join(std::string_view prefix) const;
 
  private:
   std::vector<std::string> list_;
+  size_t count_ = 0;
 };
 
 // Paths: "jobs", "jobs[2]", "jobs[2].workers", "jobs[1].ranks_by_rack[\"rack-a\"]".
 [[nodiscard]] std::string field_path(std::string_view parent, std::string_view key);
 [[nodiscard]] std::string index_path(std::string_view parent, size_t index_from_1);
 
+// Messages quote at most this many bytes of a key, string value or name: a longer one is cut and its
+// length given, as "\"abc...\"... (10485760 bytes)".
+inline constexpr size_t kMaxQuotedBytes = 64;
+
 // A value as a message shows it: 0, 2.5, "text", true, nil, a table.
 [[nodiscard]] std::string render(const Value& v);
-[[nodiscard]] std::string quote(std::string_view s);  // a Lua string literal, cut when long
+[[nodiscard]] std::string quote(std::string_view s);  // a Lua string literal, cut after kMaxQuotedBytes
+// The first `keep` bytes of s as they are, then "... (N bytes)" when s is longer.
+[[nodiscard]] std::string excerpt(std::string_view s, size_t keep);
 [[nodiscard]] std::string_view type_name(const Value& v);
 
 // Scalar checks on one value; each reports "<path>: <bad value> <rule>" and returns nullopt on error.

@@ -17,14 +17,24 @@ namespace phub::config::detail {
 // Which limit a script ran into. Once set it stays set, and every later check raises again.
 enum class Hit : uint8_t { none, memory, instructions, time };
 
+// Work that is proportional to a length is charged one unit per this many bytes.
+inline constexpr uint64_t kBytesPerUnit = 16;
+
 // Accounting shared by the allocator, the count hook and the library wrappers of one state.
 struct Budget {
   LoadLimits limits;
+  lua_State* L = nullptr;
   size_t used_bytes = 0;
   uint64_t instructions = 0;
   std::chrono::steady_clock::time_point deadline;
   Hit hit = Hit::none;
   std::string first_message;  // the first limit error, with the script position where known
+  // While the script is parsed and run, the allocator checks the clock (every kAllocsPerCheck-th and
+  // every large allocation) and fails an allocation once the deadline passed.
+  bool armed = false;
+  uint32_t allocs = 0;
+  size_t largest_string = 0;     // bytes of the longest string the state made so far
+  uint32_t hook_interval = 1;    // instructions between two runs of the count hook
 
   [[nodiscard]] std::string limit_text() const;  // "config script exceeded N ..." for `hit`
 };
@@ -32,14 +42,25 @@ struct Budget {
 // The Budget of a state made by LuaState.
 Budget& budget_of(lua_State* L);
 
-// Charges `units` of work to the instruction budget; raises a Lua error if a limit is (or was) exceeded.
+// Charges `units` of work to the instruction budget; raises a Lua error if a limit is (or was) exceeded
+// or the deadline passed. Every library function a script can call charges before it works, and those
+// that loop charge as they go: each call is a clock check.
 void charge(lua_State* L, uint64_t units);
+
+// charge() for work done all at once by a C function that cannot check the clock while it runs: it is
+// also refused (as a time-limit hit) when `units` at kNsPerUnitWorst would end past the deadline.
+void charge_upfront(lua_State* L, uint64_t units);
+inline constexpr uint64_t kNsPerUnitWorst = 10;
 
 // If a limit was hit, raises it again: for wrappers of functions that catch errors (pcall, load).
 void reraise_if_hit(lua_State* L);
 
 // Installs the safe libraries and the charging wrappers into a fresh state (a lua_CFunction, run protected).
 int open_sandbox(lua_State* L);
+
+// Loads a text chunk, handing it to the parser in pieces with a charge (a clock check) before each, so a
+// huge chunk cannot keep the parser busy past the deadline. Leaves the function or an error message.
+int load_text_chunk(lua_State* L, const char* text, size_t size, const char* chunkname);
 
 // Copies the value at `index` (a table) out of the state, within limits.max_values values and
 // limits.max_memory_bytes bytes of strings. Uses only raw, non-allocating accesses: runs no Lua code.

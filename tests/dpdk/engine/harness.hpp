@@ -22,6 +22,12 @@ namespace phub::test {
 
 inline constexpr uint32_t kServerIp = 0xc6120001;  // 198.18.0.1
 
+// One EAL per test binary: --no-huge --no-pci, a file prefix of `binary` and the process id, lcores 0-2 on
+// the two CPUs. False (with a message on stderr) if it fails.
+[[nodiscard]] bool init_eal(const std::string& binary);
+// rte_eal_cleanup, and the EAL's runtime directory removed (its files stay in /var/run otherwise).
+void cleanup_eal();
+
 // Two ethdev ports joined by rings: what one sends on queue q, the other receives on queue q.
 class RingLink {
  public:
@@ -59,6 +65,9 @@ class Workers {
             const std::string& secret_override = "\x01");
   // Receive until `count` phub messages arrived or the timeout passed.
   std::vector<Received> receive(size_t count, std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+  // Up to `n` raw frames from queue `q`, as the server sent them (the caller frees them).
+  [[nodiscard]] uint16_t receive_raw(uint16_t q, rte_mbuf** pkts, uint16_t n) { return port_.rx(q, pkts, n); }
+  [[nodiscard]] uint16_t queues() const { return queues_; }
   // Other frames received (ARP replies, ICMP), raw.
   std::vector<std::vector<std::byte>> other;
   // Where every rank sends from: UDP port 50000 + udp_port_shift + rank, IPv4 server + 100 + ip_shift + rank

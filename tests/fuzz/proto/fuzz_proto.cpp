@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!l2) return 0;
   if (auto arp = parse_arp(frame, *l2)) {
     std::array<std::byte, kArpFrameBytes> reply{};
-    (void)build_arp_reply(*arp, MacAddr{2, 0, 0, 0, 0, 1}, 0xc6120001, reply);
+    (void)build_arp_reply(*arp, phub::MacAddr{2, 0, 0, 0, 0, 1}, 0xc6120001, reply);
   }
   auto ip = parse_ipv4(frame, *l2, false);
   if (!ip) return 0;

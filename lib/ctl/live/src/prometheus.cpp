@@ -82,7 +82,7 @@ void lcore_families(const engine::CounterReport& r, std::vector<MetricFamily>& o
 
 void job_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
   auto labels = [](const engine::CounterReport::Job& j) {
-    return std::vector<ClientMetric::Label>{{"job", j.name}, {"job_id", std::to_string(j.id)}};
+    return std::vector<ClientMetric::Label>{{"job_name", j.name}, {"job_id", std::to_string(j.id)}};
   };
   for (const auto& f : engine::kJobFields) {
     if (f.name == "round_latency_sum_ns") continue;  // part of the histogram below
@@ -122,9 +122,9 @@ void drop_families(const engine::CounterReport& r, std::vector<MetricFamily>& ou
     const std::string reason(engine::drop_name(static_cast<engine::Drop>(d)));
     uint64_t unowned = 0;
     for (const auto& l : r.lcores) unowned += l.counters.drops[d];
-    drops.metric.push_back(counter({{"reason", reason}, {"job", ""}}, static_cast<double>(unowned)));
+    drops.metric.push_back(counter({{"reason", reason}, {"job_name", ""}}, static_cast<double>(unowned)));
     for (const auto& j : r.jobs) {
-      drops.metric.push_back(counter({{"reason", reason}, {"job", j.name}}, static_cast<double>(j.counters.drops[d])));
+      drops.metric.push_back(counter({{"reason", reason}, {"job_name", j.name}}, static_cast<double>(j.counters.drops[d])));
     }
   }
   out.push_back(std::move(drops));
@@ -177,7 +177,15 @@ class CacheCollectable : public prometheus::Collectable {
   explicit CacheCollectable(const CounterCache& cache) : cache_(cache) {}
   std::vector<MetricFamily> Collect() const override {
     const auto s = cache_.latest();
-    return s ? metric_families(s->report) : std::vector<MetricFamily>{};
+    if (!s) return {};
+    auto out = metric_families(s->report);
+    auto seq = family("phub_sample_sequence",
+                      "sequence number of the counter sample these values come from (`sample` in phub-ctl stats --json "
+                      "and in the /phub/ telemetry answers)",
+                      MetricType::Gauge);
+    seq.metric.push_back(gauge({}, static_cast<double>(s->sequence)));
+    out.push_back(std::move(seq));
+    return out;
   }
 
  private:

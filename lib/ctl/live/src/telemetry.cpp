@@ -1,5 +1,6 @@
 // /phub/ telemetry commands (see telemetry.hpp). rte_telemetry's callbacks get no context: the cache is
-// found through one process-wide pointer, set once before the commands are registered.
+// found through one process-wide pointer, set once before the commands are registered. Every answer but the
+// list of job names carries "sample", the sequence number of the counter sample its values come from.
 #include "phub/ctl/telemetry.hpp"
 
 #include <rte_telemetry.h>
@@ -56,6 +57,7 @@ int cmd_lcores(const char*, const char*, rte_tel_data* d) {
   const auto s = sample();
   if (!s) return -1;
   rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "sample", s->sequence);
   for (const auto& l : s->report.lcores) {
     rte_tel_data* c = rte_tel_data_alloc();
     if (c == nullptr) return -1;
@@ -80,6 +82,7 @@ int cmd_job(const char*, const char* params, rte_tel_data* d) {
   for (const auto& j : s->report.jobs) {
     if (j.name != params) continue;
     rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "sample", s->sequence);
     rte_tel_data_add_dict_u64(d, "id", j.id);
     rte_tel_data_add_dict_u64(d, "epoch", j.epoch);
     rte_tel_data_add_dict_u64(d, "draining", j.draining ? 1 : 0);
@@ -95,6 +98,7 @@ int cmd_ports(const char*, const char*, rte_tel_data* d) {
   const auto s = sample();
   if (!s) return -1;
   rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "sample", s->sequence);
   for (const auto& p : s->report.ports) {
     rte_tel_data* c = rte_tel_data_alloc();
     if (c == nullptr) return -1;

@@ -23,7 +23,8 @@ namespace phub::ctl {
 
 class MetricsEndpoint {
  public:
-  // Listens on `address` ("127.0.0.1:9464"; port 0 picks a free one) and serves `cache`'s latest sample.
+  // Listens on `address` ("127.0.0.1:9464"; port 0 picks a free one) and serves `cache`'s latest sample: its
+  // metric_families and phub_sample_sequence, the sample's sequence number.
   [[nodiscard]] static Expected<std::unique_ptr<MetricsEndpoint>, std::string> open(const std::string& address,
                                                                                    const CounterCache& cache);
   ~MetricsEndpoint();

@@ -1,0 +1,94 @@
+// Counter checks after an epoch (see counters_check.hpp).
+#include "counters_check.hpp"
+
+#include <sstream>
+
+namespace phub::stress {
+namespace {
+
+class Mismatches {
+ public:
+  void equal(const std::string& what, uint64_t server, uint64_t expected) {
+    if (server != expected) o_ << "\n    " << what << ": server " << server << ", schedule " << expected;
+  }
+  void within(const std::string& what, uint64_t server, uint64_t lo, uint64_t hi) {
+    if (server < lo || server > hi) o_ << "\n    " << what << ": server " << server << ", schedule " << lo << ".." << hi;
+  }
+  [[nodiscard]] std::string text() const { return o_.str(); }
+
+ private:
+  std::ostringstream o_;
+};
+
+// How many frames of a job the server drops for `d`: only what the schedule provokes is answered with an
+// error (round_behind, round_ahead where a modulus aliases, not_initialized); nothing else.
+uint64_t provoked(engine::Drop d, const JobTally& t) {
+  const auto errors = [&](proto::Status s) { return t.errors_by_status[static_cast<size_t>(s)]; };
+  switch (d) {
+    case engine::Drop::round_behind: return errors(proto::Status::round_behind);
+    case engine::Drop::round_ahead: return errors(proto::Status::round_ahead);
+    case engine::Drop::not_initialized: return errors(proto::Status::not_initialized);
+    default: return 0;
+  }
+}
+
+void check_job(const engine::JobCounters& c, const JobRun& j, Mismatches& m) {
+  const std::string p = "job [" + std::to_string(j.index) + "] ";
+  const JobTally& t = j.tally;
+  uint64_t segments = 0;
+  for (const auto& ci : j.layout.chunks()) segments += ci.segments;
+  const uint64_t rounds = j.shape.rounds;
+  const uint64_t workers = j.shape.job.workers;
+  m.equal(p + "rounds_completed", c.rounds_completed, j.layout.chunk_count() * rounds);
+  m.equal(p + "segments_completed", c.segments_completed, segments * rounds);
+  m.equal(p + "pushes (contributions counted)", c.pushes, segments * workers * rounds);
+  // Every push frame was counted once, as a contribution, a duplicate, or refused with an error.
+  const auto& e = t.errors_by_status;
+  const uint64_t refused = e[static_cast<size_t>(proto::Status::round_behind)] +
+                           e[static_cast<size_t>(proto::Status::round_ahead)] +
+                           e[static_cast<size_t>(proto::Status::not_initialized)];
+  m.within(p + "pushes + duplicates", c.pushes + c.duplicates, t.push_packets - std::min(t.push_packets, refused),
+           t.push_packets);
+  m.equal(p + "retransmits_seen", c.retransmits_seen, t.retransmit_flags);
+  m.equal(p + "rerequests", c.rerequests, t.rerequests);
+  m.equal(p + "pulls", c.pulls, t.pulls);
+  if (j.ps()) m.within(p + "inits (before the first update)", c.inits, segments, t.init_packets);
+  m.equal(p + "results_sent (every one received)", c.results_sent, t.results);
+  m.equal(p + "errors_sent (every one received)", c.errors_sent, t.errors);
+  m.equal(p + "epochs_started", c.epochs_started, 0);
+  m.equal(p + "resets", c.resets, 0);
+  // The drops the schedule provokes, counted against the job, each answered with an error the rank
+  // received; no other drop of the job.
+  for (size_t d = 0; d < engine::kDropCount; ++d) {
+    const auto drop = static_cast<engine::Drop>(d);
+    m.equal(p + "drop " + std::string(engine::drop_name(drop)), c.drops[d], provoked(drop, t));
+  }
+}
+
+}  // namespace
+
+void check_counters(const engine::Engine& engine, const std::vector<std::unique_ptr<JobRun>>& jobs,
+                    const EpochTally& tally) {
+  const engine::Totals t = engine.totals();
+  Mismatches m;
+  for (const auto& j : jobs) check_job(t.jobs[j->index], *j, m);
+  // Every drop, the lcores' and the jobs' together: only the ones the jobs' schedules provoked.
+  for (size_t d = 0; d < engine::kDropCount; ++d) {
+    const auto drop = static_cast<engine::Drop>(d);
+    uint64_t expected = 0;
+    for (const auto& j : jobs) expected += provoked(drop, j->tally);
+    m.equal("drop " + std::string(engine::drop_name(drop)), t.lcores.drops[d], expected);
+  }
+  for (size_t p = 0; p < proto::kParseErrorCount; ++p) {
+    m.equal("malformed " + std::string(proto::parse_error_name(static_cast<proto::ParseError>(p))),
+            t.lcores.malformed[p], 0);
+  }
+  m.equal("redirected_out (frames sent to a non-owning lcore)", t.lcores.redirected_out, tally.misdirected);
+  m.equal("redirected_in", t.lcores.redirected_in, tally.misdirected);
+  if (const std::string text = m.text(); !text.empty()) {
+    throw Failure("the server's counters disagree with the schedule:" + text + "\n  all counters:\n" +
+                  engine.format_counters());
+  }
+}
+
+}  // namespace phub::stress

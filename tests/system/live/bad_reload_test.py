@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Bad reloads change nothing and say why (issue 14), against the real phub-server on af_packet.
+
+The server runs jobs A and B; A's two ranks of phub-demo-worker run through all of it, every result element
+verified. Then twelve bad configs are sent with `phub-ctl reload FILE`: Lua that does not parse or fails when
+run, configs that fail validation (a duplicate job id, a secret of the wrong type, overlapping UDP ports),
+changes that need a restart (a job's workers, keys, dtype, mode; the lcores; the ports) and two jobs that
+cannot both be admitted (each within its quota, together over limits.memory_bytes). Each must exit 1 with a
+message on stderr that names the field and the reason, and leave `phub-ctl config` the same byte for byte.
+A good reload afterwards must still apply.
+Usage: bad_reload_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
+"""
+import argparse
+import os
+import sys
+
+import livenet
+from livenet import Checks, phubnet
+
+KEYS = [20000, 3000, 1]
+A = phubnet.job(1, "A", 2, KEYS, 42100, secret="a-secret-0123456")
+B = phubnet.job(2, "B", 2, KEYS, 42200, rate_limit_pps=500000)
+
+
+def changed(j, **fields):
+    out = dict(j)
+    out.update(fields)
+    return out
+
+
+def cases(net, good):
+    """(what, config text, [fragments stderr must hold]) for each bad config."""
+    cfg = lambda jobs: net.config_text(jobs)  # noqa: E731
+    # Each within its quota (by default limits.memory_bytes, 384 MiB here), together over the limit.
+    big = [phubnet.job(3, "C", 2, [24_000_000], 42300), phubnet.job(5, "E", 2, [24_000_000], 42500)]
+    return [
+        ("Lua syntax error", good.rstrip().rstrip("}"), ["reload-01.lua:", "'}' expected"]),
+        ("Lua runtime error", good.replace("return {", "local t = os.time()\nreturn {", 1),
+         ["reload-02.lua:2:", "attempt to index a nil value (global 'os')"]),
+        ("duplicate job id", cfg([A, B, phubnet.job(1, "C", 2, KEYS, 42300)]), ["jobs[3].id: 1 is used twice (jobs[1])"]),
+        ("secret of the wrong type", cfg([A, changed(B, secret=12345)]), ["jobs[2].secret: expected string, got number"]),
+        ("overlapping UDP ports", cfg([A, B, phubnet.job(3, "C", 2, KEYS, 42200)]),
+         ["jobs[3].port_base: ports 42200..42200 overlap jobs[2]"]),
+        ("a job's workers", cfg([A, changed(B, workers=3)]), ["jobs[2].workers: changing workers needs a restart"]),
+        ("a job's keys", cfg([A, changed(B, keys=[dict(name="k0", elems=20001)] + B["keys"][1:])]),
+         ["jobs[2].keys: changing keys needs a restart"]),
+        ("a job's dtype", cfg([A, changed(B, dtype="bf16")]), ["jobs[2].dtype: changing the dtype needs a restart"]),
+        ("a job's mode", cfg([A, changed(B, mode="ps")]), ["jobs[2].mode: changing the mode needs a restart"]),
+        ("the lcores", good.replace("lcores = { { id = 1,", "lcores = { { id = 2,", 1),
+         ["lcores: changing lcores needs a restart"]),
+        ("the ports", good.replace("mtu = 1500", "mtu = 1400", 1), ["ports: changing ports", "needs a restart"]),
+        ("jobs over limits.memory_bytes", cfg([A, B] + big),
+         ["jobs[4]: job 'E' (id 5) refused: it needs", "limits.memory_bytes", "would be exceeded"]),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    a = ap.parse_args()
+    livenet.unwind_on_sigterm()
+    check = Checks()
+    if os.geteuid() != 0:
+        check("runs as root (namespaces, af_packet)", False)
+        return check.summary()
+    with phubnet.Net(2, build_dir=a.build, lcores=1) as net:
+        net.start_server([A, B], timeout_s=120)
+        ctl = livenet.Ctl(net)
+        good = open(net.config_path).read()
+        traffic = livenet.start_workers(net, "A", [0, 1], ["--seconds", "8"], net.config_path, 60)
+        before = ctl.config()
+        for n, (what, text, expect) in enumerate(cases(net, good), 1):
+            path = livenet.write(os.path.join(net.tmp, "reload-%02d.lua" % n), text)
+            rc, out, err = ctl("reload", path)
+            after = ctl.config()
+            named = all(f in err for f in expect)
+            check("bad reload %2d (%s): exit 1, the field and the reason on stderr" % (n, what),
+                  rc == 1 and named and out == "",
+                  "exit %d, expected %s on stderr:\n%s" % (rc, expect, (err + out)[-800:]))
+            print("    " + " | ".join(line.strip() for line in err.splitlines()[1:])[:240], flush=True)
+            check("bad reload %2d (%s): running config unchanged byte for byte" % (n, what), after == before,
+                  "config changed: %d bytes before, %d after" % (len(before), len(after)))
+        rc, status, _ = ctl("status")
+        check("status counts 12 refused reloads", rc == 0 and "0 applied, 12 refused" in status, status.strip())
+        bigger_b = phubnet.job(2, "B", 2, KEYS, 42200, rate_limit_pps=400000)
+        path = livenet.write(os.path.join(net.tmp, "reload-good.lua"), net.config_text([A, bigger_b]))
+        rc, out, err = ctl("reload", path)
+        check("a good reload afterwards applies (B's rate limit)", rc == 0 and "changed 1 (B)" in out,
+              "exit %d: %s" % (rc, (out + err).strip()[-400:]))
+        ok, detail = livenet.workers_ok(livenet.finish_workers(traffic, 60))
+        check("A's traffic meanwhile: every result verified", ok, detail)
+        stats = ctl.stats()
+        a_drops = {k: v for k, v in livenet.job_of(stats, "A")["drops"].items() if v}
+        check("A: no drops counted against it", not a_drops, "drops %s" % a_drops)
+        if check.failed:
+            print(open(net.server_log).read()[-3000:])
+        net.stop_server()
+    return check.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
