@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "auth.hpp"
 #include "control.hpp"
 #include "hosts_file.hpp"
 #include "net.hpp"
@@ -44,10 +46,17 @@ class Progress {
   size_t last_round_ = 0;
 };
 
+// One agent's control connection, authenticated.
+struct Link {
+  explicit Link(LineConn c) : conn(std::move(c)) {}
+  LineConn conn;
+  std::optional<SecureLine> line;
+};
+
 // The agents' control connections and where each one takes probe datagrams.
 struct Agents {
-  std::vector<std::unique_ptr<LineConn>> conns;
-  std::vector<topo::Host> probe_at;  // from the greeting "OK phub-probe 1 <transport> <addr>:<port>"
+  std::vector<std::unique_ptr<Link>> links;
+  std::vector<topo::Host> probe_at;  // from the greeting "OK phub-probe 2 <transport> <addr>:<port>"
 };
 
 // The probe endpoint an agent's greeting advertises (a DPDK agent probes on its port's own address);
@@ -62,9 +71,10 @@ topo::Host advertised_endpoint(const std::string& greeting, const topo::Host& fa
   return *at;
 }
 
-// Connects to every agent in parallel and checks its greeting.
-Agents connect_all(const std::vector<topo::Host>& hosts, int timeout_ms) {
-  Agents a{std::vector<std::unique_ptr<LineConn>>(hosts.size()), hosts};
+// Connects to every agent in parallel, authenticates, checks its greeting, then gives every agent the run's
+// host list (control and probe endpoints), the only targets it will probe or send bulk bytes to.
+Agents connect_all(const std::vector<topo::Host>& hosts, const std::string& token, int timeout_ms) {
+  Agents a{std::vector<std::unique_ptr<Link>>(hosts.size()), hosts};
   std::vector<std::string> errors(hosts.size());
   {
     std::vector<std::jthread> threads;
@@ -72,15 +82,31 @@ Agents connect_all(const std::vector<topo::Host>& hosts, int timeout_ms) {
       threads.emplace_back([&, i] {
         auto fd = tcp_connect(hosts[i].addr, hosts[i].port, timeout_ms);
         if (!fd) return void(errors[i] = fd.error());
-        auto c = std::make_unique<LineConn>(std::move(*fd));
-        auto hello = c->write_all("HELLO\n") ? c->read_line(timeout_ms) : Expected<std::string, std::string>(unexpected(std::string("send failed")));
+        auto link = std::make_unique<Link>(LineConn(std::move(*fd)));
+        auto key = initiate_handshake(link->conn, token, timeout_ms);
+        if (!key) return void(errors[i] = key.error());
+        SecureLine& line = link->line.emplace(link->conn, *key, /*initiator=*/true);
+        auto hello = line.write_line("HELLO") ? line.read_line(timeout_ms) : Expected<std::string, std::string>(unexpected(std::string("send failed")));
         if (!hello || hello->rfind(kProtocolGreeting, 0) != 0) return void(errors[i] = hello ? "bad greeting: " + *hello : hello.error());
         a.probe_at[i] = advertised_endpoint(*hello, hosts[i]);
-        a.conns[i] = std::move(c);
+        a.links[i] = std::move(link);
       });
   }
+  std::string list = "HOSTS " + std::to_string(hosts.size());
   for (size_t i = 0; i < hosts.size(); ++i)
-    if (!a.conns[i]) std::fprintf(stderr, "[phub-probe] agent %s (%s:%u) unreachable: %s\n", hosts[i].name.c_str(),
+    list += " " + hosts[i].addr + ":" + std::to_string(hosts[i].port) + " " + a.probe_at[i].addr + ":" +
+            std::to_string(a.probe_at[i].port);
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (!a.links[i]) continue;
+    SecureLine& line = *a.links[i]->line;
+    auto ok = line.write_line(list) ? line.read_line(timeout_ms) : Expected<std::string, std::string>(unexpected(std::string("send failed")));
+    if (!ok || *ok != "OK " + std::to_string(hosts.size())) {
+      errors[i] = "host list not taken: " + (ok ? *ok : ok.error());
+      a.links[i].reset();
+    }
+  }
+  for (size_t i = 0; i < hosts.size(); ++i)
+    if (!a.links[i]) std::fprintf(stderr, "[phub-probe] agent %s (%s:%u) unreachable: %s\n", hosts[i].name.c_str(),
                                   hosts[i].addr.c_str(), hosts[i].port, errors[i].c_str());
   return a;
 }
@@ -98,9 +124,9 @@ std::optional<topo::PairStats> parse_samples(const std::string& line) {
 class Tournament {
  public:
   Tournament(const std::vector<topo::Host>& hosts, const RunOptions& o)
-      : hosts_(hosts), o_(o), agents_(connect_all(hosts, o.connect_timeout_ms)) {}
+      : hosts_(hosts), o_(o), agents_(connect_all(hosts, o.token, o.connect_timeout_ms)) {}
 
-  [[nodiscard]] bool up(size_t i) const { return agents_.conns[i] != nullptr; }
+  [[nodiscard]] bool up(size_t i) const { return agents_.links[i] != nullptr; }
 
   // Sends `command(pair)` to the first host of each pair whose agents are both up, then collects the
   // replies; `record` gets each reply line. Agents that fail are dropped for the rest of the run.
@@ -108,14 +134,14 @@ class Tournament {
   void phase(const std::vector<Pair>& pairs, int timeout_ms, Command command, Record record, const std::function<void()>& tick) {
     std::vector<Pair> sent;
     for (const Pair& p : pairs) {
-      if (up(p.first) && up(p.second) && agents_.conns[p.first]->write_all(command(p) + "\n")) sent.push_back(p);
+      if (up(p.first) && up(p.second) && agents_.links[p.first]->line->write_line(command(p))) sent.push_back(p);
       else tick();
     }
     for (const Pair& p : sent) {
-      auto line = agents_.conns[p.first]->read_line(timeout_ms);
+      auto line = agents_.links[p.first]->line->read_line(timeout_ms);
       if (!line) {
         std::fprintf(stderr, "\n[phub-probe] agent %s stopped answering: %s\n", hosts_[p.first].name.c_str(), line.error().c_str());
-        agents_.conns[p.first].reset();
+        agents_.links[p.first].reset();
       } else {
         record(p, *line);
       }
@@ -127,7 +153,7 @@ class Tournament {
     const topo::Host& peer = agents_.probe_at[p.second];
     return "PROBE " + peer.addr + " " + std::to_string(peer.port) + " " + std::to_string(o_.samples) + " " +
            std::to_string(o_.interval_us) + " " + std::to_string(o_.timeout_us) + " " + std::to_string(o_.payload_bytes) +
-           " " + std::to_string(o_.give_up_after);
+           " " + std::to_string(std::min(o_.give_up_after, o_.samples));
   }
 
  private:
@@ -138,7 +164,20 @@ class Tournament {
 
 }  // namespace
 
+Expected<void, std::string> check_run_options(const RunOptions& o) {
+  const ProbeParams p{o.samples, o.interval_us, o.timeout_us, o.payload_bytes, std::min(o.give_up_after, o.samples)};
+  if (const std::string why = probe_refusal(p); !why.empty()) return unexpected("agents would refuse these probes: " + why);
+  if (o.bandwidth)
+    if (const std::string why = bulk_refusal(o.bulk_bytes); !why.empty())
+      return unexpected("agents would refuse this bulk transfer: " + why);
+  if (o.token.empty()) return unexpected(std::string("no token: PHUB_PROBE_TOKEN, --token-file FILE or \"token = VALUE\" in the hosts file"));
+  return {};
+}
+
 Expected<Measurement, std::string> measure(const std::vector<topo::Host>& hosts, const RunOptions& o) {
+  if (auto ok = check_run_options(o); !ok) return unexpected(ok.error());
+  if (hosts.size() > Limits::kMaxRunHosts)
+    return unexpected("agents take at most " + std::to_string(Limits::kMaxRunHosts) + " hosts in a run");
   Measurement out{topo::Matrix(hosts), {}};
   const uint64_t t0 = monotonic_ns();
   Tournament t(hosts, o);

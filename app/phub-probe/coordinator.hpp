@@ -20,7 +20,11 @@ struct RunOptions {
   uint64_t bulk_bytes = 1u << 20;
   int connect_timeout_ms = 2000;
   bool progress = true;          // live progress line on stderr
+  std::string token;             // the agents' control token (auth.hpp)
 };
+
+// Whether the agents would take these options (control.hpp's limits) and a token is there.
+[[nodiscard]] Expected<void, std::string> check_run_options(const RunOptions& o);
 
 struct Measurement {
   topo::Matrix matrix;

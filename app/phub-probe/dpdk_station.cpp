@@ -115,9 +115,19 @@ Station::Fate Station::handle(rte_mbuf* m, uint64_t rx_tsc, AwaitedReply* awaite
 Station::Fate Station::handle_arp(std::span<std::byte> frame, const proto::L2& l2, rte_mbuf* m, uint64_t now,
                                   unsigned& ours) noexcept {
   auto arp = proto::parse_arp(frame, l2);
-  if (!arp || arp->target_ip != addr_.ip || arp->sender_ip == 0) return Fate::drop;
+  if (!arp) return Fate::drop;
+  if (arp->sender_ip == arp->target_ip && arp->sender_ip != 0) {  // gratuitous, request or reply: not learnt
+    ++counters_.arp_ignored;
+    return Fate::drop;
+  }
+  if (arp->target_ip != addr_.ip || arp->sender_ip == 0) return Fate::drop;
   ++ours;
-  arp_.learn(arp->sender_ip, arp->sender_mac, now);
+  if (arp->op == proto::ArpOp::reply) {
+    // Only the answer to a question of ours, addressed to us, is learnt; and a request teaches nothing.
+    if (!mac_equal(arp->target_mac, addr_.mac) || !arp_.learn_reply(arp->sender_ip, arp->sender_mac, now))
+      ++counters_.arp_ignored;
+    return Fate::drop;
+  }
   if (arp->op != proto::ArpOp::request || !drivers::rewrite_as_arp_reply(m, *arp, addr_.mac, addr_.ip)) {
     return Fate::drop;
   }
@@ -132,9 +142,11 @@ bool Station::send_one(rte_mbuf* m) noexcept {
   return false;
 }
 
-bool Station::send_arp_request(uint32_t target_ip) noexcept {
+bool Station::send_arp_request(uint32_t target_ip, uint64_t answer_within) noexcept {
   rte_mbuf* m = drivers::alloc_arp_request(pool_, addr_.mac, addr_.ip, target_ip);
-  return m != nullptr && send_one(m);
+  if (m == nullptr) return false;
+  arp_.expect(target_ip, rte_rdtsc() + answer_within);  // before it leaves: the reply may come at once
+  return send_one(m);
 }
 
 uint64_t Station::send_probe_request(const ProbeTarget& to, uint32_t seq, uint32_t nonce, size_t body_bytes) noexcept {

@@ -1,5 +1,6 @@
 // One DPDK port as a small IPv4 host for the probe: answers ARP and ping for its address, reflects
-// probe_request datagrams with its TSC turnaround, learns MACs, and hands matching probe replies to the prober.
+// probe_request datagrams with its TSC turnaround, learns MACs only from replies to its own ARP requests,
+// and hands matching probe replies to the prober.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -46,6 +47,7 @@ struct AwaitedReply {
 struct StationCounters {
   uint64_t rx_frames = 0, reflected = 0, arp_answered = 0, pings_answered = 0;
   uint64_t replies_matched = 0, replies_unmatched = 0, tx_failed = 0;
+  uint64_t arp_ignored = 0;  // ARP replies nobody asked for (or not to us) and gratuitous ARP: not learnt
 };
 
 class Station {
@@ -59,7 +61,8 @@ class Station {
   // Next hop for `ip`: itself when on-link, else the gateway (0 when there is none).
   [[nodiscard]] uint32_t next_hop(uint32_t ip) const noexcept;
   [[nodiscard]] const MacAddr* mac_of(uint32_t ip) const noexcept;
-  [[nodiscard]] bool send_arp_request(uint32_t target_ip) noexcept;
+  // Asks who has `target_ip`; its reply is learnt if it comes within `answer_within` TSC cycles.
+  [[nodiscard]] bool send_arp_request(uint32_t target_ip, uint64_t answer_within) noexcept;
   // Sends probe_request `seq` with a body of `body_bytes`; returns its TSC stamp, or 0 if it was not sent.
   [[nodiscard]] uint64_t send_probe_request(const ProbeTarget& to, uint32_t seq, uint32_t nonce,
                                             size_t body_bytes) noexcept;

@@ -150,7 +150,7 @@ class DpdkTransport final : public ProbeTransport {
     if (hop == 0) return unexpected(format_ipv4(peer_ip) + " is off-link and the agent has no --gateway");
     for (unsigned attempt = 0; attempt < kArpAttempts; ++attempt) {
       if (const MacAddr* mac = station_.mac_of(hop)) return *mac;
-      (void)station_.send_arp_request(hop);
+      (void)station_.send_arp_request(hop, us_to_cycles(kArpWaitMs * 1000));
       const uint64_t deadline = rte_rdtsc() + us_to_cycles(kArpWaitMs * 1000);
       while (station_.mac_of(hop) == nullptr && rte_rdtsc() < deadline) (void)station_.poll(nullptr);
     }
@@ -190,12 +190,13 @@ class DpdkTransport final : public ProbeTransport {
     std::fprintf(stderr,
                  "phub-probe agent: dpdk port %s: %llu frames received, %llu probe requests reflected (%llu found "
                  "busy-polling), %llu ARP and %llu ping answered, %llu probe replies matched, %llu unmatched, "
-                 "%llu TX failures\n",
+                 "%llu TX failures, %llu unsolicited ARP ignored\n",
                  port_.name().c_str(), static_cast<unsigned long long>(c.rx_frames),
                  static_cast<unsigned long long>(c.reflected), static_cast<unsigned long long>(found_busy_),
                  static_cast<unsigned long long>(c.arp_answered),
                  static_cast<unsigned long long>(c.pings_answered), static_cast<unsigned long long>(c.replies_matched),
-                 static_cast<unsigned long long>(c.replies_unmatched), static_cast<unsigned long long>(c.tx_failed));
+                 static_cast<unsigned long long>(c.replies_unmatched), static_cast<unsigned long long>(c.tx_failed),
+                 static_cast<unsigned long long>(c.arp_ignored));
   }
 
   drivers::Eal eal_;  // members are destroyed in reverse: the port closes before its pool, both before the EAL

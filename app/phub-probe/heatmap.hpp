@@ -1,4 +1,5 @@
-// PNG heatmap of the RTT matrix in planned order, with group boundaries and a colour bar.
+// PNG heatmap of the RTT matrix in planned order: host names on both axes, group boundaries, strips and
+// labels, and a colour bar labelled in µs.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +16,51 @@ struct Image {
   std::vector<uint8_t> rgb;  // row-major, 3 bytes per pixel
 };
 
+// Text as drawn with the 5x8 font (font5x8.hpp), each font pixel a `scale` x `scale` block. Horizontal text:
+// (x, y) is the top left of the first glyph. Vertical text reads bottom to top: x is its left edge (the
+// glyphs' top rows) and y is one past its bottom end, where the first glyph starts.
+struct TextSpan {
+  std::string text;
+  unsigned x = 0, y = 0, scale = 1;
+  bool vertical = false;
+};
+
+// Where render_heatmap put things; the tests read the picture through it.
+struct HeatmapLayout {
+  std::vector<size_t> order;  // matrix row of each position: ring order, then excluded hosts
+  unsigned cell = 0, x0 = 0, y0 = 0, side = 0;  // the matrix: top left and side, in pixels
+  std::vector<TextSpan> row_labels, col_labels;  // one per position (empty when the cells are too small)
+  struct Group {
+    unsigned first = 0, count = 0;  // positions
+    TextSpan label;                 // "rack1", ... as racks.lua names them; "excluded"
+  };
+  std::vector<Group> groups;
+  unsigned strip = 0;  // the group colour strips: left of the matrix at x0 - gap - strip, above it likewise
+  unsigned bar_x = 0, bar_y = 0, bar_w = 0, bar_h = 0;
+  std::vector<double> tick_us;
+  std::vector<unsigned> tick_x;
+  std::vector<TextSpan> tick_labels;
+  TextSpan title;
+};
+
+inline constexpr size_t kMaxLabelChars = 12;
+// The smallest cell that still gets a host name beside it (the font's height): up to 64 hosts.
+inline constexpr unsigned kMinLabelledCell = 8;
+
+// Axis labels for `names`: a suffix after a dot that every name shares and that holds a letter (a common
+// domain) is dropped, then names longer than `max_chars` keep their start and end around a '~'. The end gets
+// half the room, or as much more (else as much less) as the labels need to stay distinct, where possible.
+[[nodiscard]] std::vector<std::string> axis_labels(const std::vector<std::string>& names,
+                                                   size_t max_chars = kMaxLabelChars);
+
+// Tick values for a log colour scale over [lo_us, hi_us]: 1-2-5 steps, thinned to at most `max_ticks`;
+// the two ends when fewer than two such values fall inside.
+[[nodiscard]] std::vector<double> scale_ticks(double lo_us, double hi_us, size_t max_ticks);
+[[nodiscard]] std::string format_us(double us);
+
 // Hosts in ring order, excluded hosts last. Colour: log of the median RTT, dark = near, yellow = far;
-// grey = missing pair, black = diagonal; white lines separate groups; a colour bar runs underneath.
-[[nodiscard]] Image render_heatmap(const topo::Matrix& m, const topo::Plan& plan);
+// grey = missing pair, black = diagonal; white lines separate groups.
+[[nodiscard]] Image render_heatmap(const topo::Matrix& m, const topo::Plan& plan, HeatmapLayout* layout = nullptr);
 
 [[nodiscard]] Expected<void, std::string> write_png(const std::string& path, const Image& img);
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "auth.hpp"
 #include "phub/base/ipv4.hpp"
 
 namespace phub::probe {
@@ -29,8 +30,9 @@ Expected<topo::Host, std::string> parse_endpoint(std::string_view text) {
   return h;
 }
 
-Expected<std::vector<topo::Host>, std::string> parse_hosts(std::string_view text) {
-  std::vector<topo::Host> hosts;
+Expected<HostsFile, std::string> parse_hosts_file(std::string_view text) {
+  HostsFile out;
+  std::vector<topo::Host>& hosts = out.hosts;
   std::set<std::string> names, endpoints;
   std::istringstream in{std::string(text)};
   std::string line;
@@ -41,7 +43,14 @@ Expected<std::vector<topo::Host>, std::string> parse_hosts(std::string_view text
     for (std::string s; words >> s;) w.push_back(s);
     if (w.empty()) continue;
     const std::string where = "line " + std::to_string(lineno) + ": ";
-    if (w.size() > 2) return unexpected(where + "expected \"[name] addr[:port]\"");
+    if (w.size() == 3 && w[0] == "token" && w[1] == "=") {
+      if (!out.token.empty()) return unexpected(where + "a second token line");
+      auto token = check_token(w[2], "line " + std::to_string(lineno));
+      if (!token) return unexpected(token.error());
+      out.token = std::move(*token);
+      continue;
+    }
+    if (w.size() > 2) return unexpected(where + "expected \"[name] addr[:port]\" or \"token = VALUE\"");
     auto h = parse_endpoint(w.back());
     if (!h) return unexpected(where + h.error());
     if (w.size() == 2) h->name = w[0];
@@ -51,7 +60,13 @@ Expected<std::vector<topo::Host>, std::string> parse_hosts(std::string_view text
     hosts.push_back(std::move(*h));
   }
   if (hosts.size() < 2) return unexpected(std::string("a hosts file needs at least two hosts"));
-  return hosts;
+  return out;
+}
+
+Expected<std::vector<topo::Host>, std::string> parse_hosts(std::string_view text) {
+  auto f = parse_hosts_file(text);
+  if (!f) return unexpected(f.error());
+  return std::move(f->hosts);
 }
 
 Expected<std::string, std::string> read_text_file(const std::string& path) {

@@ -15,7 +15,15 @@ inline constexpr uint16_t kDefaultPort = 7700;
 // "a.b.c.d[:port]" into a host (name = the address text).
 [[nodiscard]] Expected<topo::Host, std::string> parse_endpoint(std::string_view text);
 
-// Whole file text; errors name the line. Names and endpoints must be unique.
+struct HostsFile {
+  std::vector<topo::Host> hosts;
+  std::string token;  // from a "token = VALUE" line (empty without one)
+};
+
+// Whole file text; errors name the line. Names and endpoints must be unique. A line "token = VALUE" gives
+// the control channel's token (auth.hpp), at most once.
+[[nodiscard]] Expected<HostsFile, std::string> parse_hosts_file(std::string_view text);
+// The hosts alone.
 [[nodiscard]] Expected<std::vector<topo::Host>, std::string> parse_hosts(std::string_view text);
 
 [[nodiscard]] Expected<std::string, std::string> read_text_file(const std::string& path);

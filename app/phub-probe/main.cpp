@@ -1,4 +1,6 @@
 // phub-probe: locality probe agent, coordinator (run) and planner (plan). Argument parsing and wiring only.
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "agent.hpp"
+#include "auth.hpp"
 #include "coordinator.hpp"
 #include "dpdk_transport.hpp"
 #include "hosts_file.hpp"
@@ -24,15 +27,18 @@ void on_signal(int) { g_stop.store(true); }
 
 constexpr const char* kUsage =
     "usage:\n"
-    "  phub-probe agent --listen ADDR[:PORT]\n"
-    "  phub-probe agent --listen ADDR[:PORT] --dpdk \"EAL ARGS\" --port DEVARGS --ipv4 A.B.C.D/N\n"
+    "  phub-probe agent --listen ADDR[:PORT] [--token-file FILE]\n"
+    "  phub-probe agent --listen ADDR[:PORT] [--token-file FILE] --dpdk \"EAL ARGS\" --port DEVARGS --ipv4 A.B.C.D/N\n"
     "                   [--gateway A.B.C.D] [--probe-port P] [--idle-sleep-us U]\n"
-    "  phub-probe run --hosts FILE [--out DIR] [--samples K] [--interval-us U] [--timeout-ms T]\n"
+    "  phub-probe run --hosts FILE [--token-file FILE] [--out DIR] [--samples K] [--interval-us U] [--timeout-ms T]\n"
     "                 [--bandwidth] [--bulk-bytes B] [--no-progress] [plan options]\n"
     "  phub-probe plan --matrix FILE --out DIR [plan options]\n"
     "plan options: [--model-bytes B] [--min-separation X] [--default-gbps G]\n"
     "Agents use UDP ADDR:PORT for probes and TCP ADDR:PORT for control (default port 7700). With --dpdk the\n"
-    "probes use the DPDK port's own address (UDP port P, default PORT) and TSC timestamps; control stays on TCP.\n";
+    "probes use the DPDK port's own address (UDP port P, default PORT) and TSC timestamps; control stays on TCP.\n"
+    "The control channel needs a shared token of 16 to 256 characters: --token-file FILE (mode 0600), else\n"
+    "PHUB_PROBE_TOKEN; for run also a \"token = VALUE\" line in the hosts file (after --token-file, before the\n"
+    "variable). Agents refuse connections that cannot prove they know it.\n";
 
 struct Args {
   std::vector<std::string_view> v;
@@ -89,13 +95,30 @@ int plan_and_write(const phub::topo::Matrix& m, const phub::topo::PlanOptions& p
   return 0;
 }
 
+// The token from --token-file, else the hosts file's line, else PHUB_PROBE_TOKEN (which is then unset).
+std::string token_from(const std::string& token_file, const std::string& hosts_file_token) {
+  if (!token_file.empty()) {
+    auto t = read_token_file(token_file);
+    if (!t) die(t.error());
+    return *t;
+  }
+  if (!hosts_file_token.empty()) return hosts_file_token;
+  const char* env = std::getenv(kTokenEnv);
+  if (env == nullptr) return {};
+  auto t = check_token(env, kTokenEnv);
+  if (!t) die(t.error());
+  ::unsetenv(kTokenEnv);
+  return *t;
+}
+
 int cmd_agent(Args& a) {
-  std::string listen;
+  std::string listen, token_file;
   std::optional<std::string> eal_args;  // set by --dpdk, possibly empty
   DpdkAgentOptions d;
   while (a.more()) {
     const std::string_view f = a.next();
     if (f == "--listen") listen = text(a, f);
+    else if (f == "--token-file") token_file = text(a, f);
     else if (f == "--dpdk") eal_args = text(a, f);
     else if (f == "--port") d.port_devargs = text(a, f);
     else if (f == "--ipv4") d.ipv4_cidr = text(a, f);
@@ -105,6 +128,8 @@ int cmd_agent(Args& a) {
     else die("agent: unknown option " + std::string(f));
   }
   if (listen.empty()) die("agent: --listen ADDR[:PORT] is required");
+  const std::string token = token_from(token_file, {});
+  if (token.empty()) die(std::string("agent: a token is required: --token-file FILE or ") + kTokenEnv);
   const bool dpdk = eal_args.has_value();
   d.eal_args = eal_args.value_or("");
   auto host = parse_endpoint(listen);
@@ -120,16 +145,17 @@ int cmd_agent(Args& a) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
-  return run_agent(*host, **transport, g_stop);
+  return run_agent(*host, **transport, token, g_stop);
 }
 
 int cmd_run(Args& a) {
-  std::string hosts_file, out = "phub-probe-out";
+  std::string hosts_file, token_file, out = "phub-probe-out";
   RunOptions ro;
   phub::topo::PlanOptions po;
   while (a.more()) {
     const std::string_view f = a.next();
     if (f == "--hosts") hosts_file = text(a, f);
+    else if (f == "--token-file") token_file = text(a, f);
     else if (f == "--out") out = text(a, f);
     else if (f == "--samples") ro.samples = static_cast<unsigned>(number(a, f));
     else if (f == "--interval-us") ro.interval_us = static_cast<unsigned>(number(a, f));
@@ -142,8 +168,14 @@ int cmd_run(Args& a) {
   if (hosts_file.empty()) die("run: --hosts FILE is required");
   auto txt = read_text_file(hosts_file);
   if (!txt) die(txt.error());
-  auto hosts = parse_hosts(*txt);
-  if (!hosts) die(hosts_file + ": " + hosts.error());
+  auto parsed = parse_hosts_file(*txt);
+  if (!parsed) die(hosts_file + ": " + parsed.error());
+  const std::vector<phub::topo::Host>* hosts = &parsed->hosts;
+  if (struct stat st{}; !parsed->token.empty() && ::stat(hosts_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+    std::fprintf(stderr, "phub-probe: warning: %s holds the token and is readable by others (chmod 600 it)\n",
+                 hosts_file.c_str());
+  ro.token = token_from(token_file, parsed->token);
+  if (auto ok = check_run_options(ro); !ok) die("run: " + ok.error());
   std::signal(SIGPIPE, SIG_IGN);
   auto meas = measure(*hosts, ro);
   if (!meas) die(meas.error());

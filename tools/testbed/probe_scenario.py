@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+import secrets
 import statistics
 import subprocess
 import sys
@@ -82,14 +83,15 @@ def run_probe(tb, args, order, work):
         f.write("# shuffled; addresses only\n")
         for h in order:
             f.write("%s:%d\n" % (h["addr"], AGENT_PORT))
+    env = dict(os.environ, PHUB_PROBE_TOKEN=secrets.token_hex(16))  # the agents' control token, this run's own
     agents = [tb.popen(h["ns"], [args.probe, "agent", "--listen", "%s:%d" % (h["addr"], AGENT_PORT)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for h in tb.hosts]
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) for h in tb.hosts]
     time.sleep(0.5)
     out_dir = os.path.join(work, "plan")
     cmd = tb.exec_argv(order[0]["ns"], [args.probe, "run", "--hosts", hosts_file, "--out", out_dir,
                                         "--samples", str(args.samples)] + (["--bandwidth"] if args.bandwidth else []))
     t0 = time.time()
-    r = subprocess.run(cmd, timeout=120, text=True, capture_output=True)
+    r = subprocess.run(cmd, timeout=120, text=True, capture_output=True, env=env)
     wall = time.time() - t0
     for a in agents:
         a.terminate()

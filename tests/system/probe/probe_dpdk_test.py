@@ -16,6 +16,7 @@ through their ports. Prints every figure. Exits 77 (skipped) without root.
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -96,10 +97,9 @@ def read(path):
 
 
 def greeting(addr, port):
-    """HELLO over an agent's control port, from namespace A."""
-    code = ("import socket,sys; s=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=5); "
-            "s.sendall(b'HELLO\\n'); print(s.makefile().readline().strip())")
-    return testbed.sh("ip", "netns", "exec", NS_A, "/usr/bin/python3", "-c", code, addr, str(port),
+    """HELLO over an agent's control port (authenticated), from namespace A."""
+    return testbed.sh("ip", "netns", "exec", NS_A, "/usr/bin/python3",
+                      os.path.join(ROOT, "tools", "testbed", "probe_control.py"), addr, str(port), "HELLO",
                       capture=True).strip()
 
 
@@ -201,6 +201,7 @@ def main():
     probe = sys.argv[sys.argv.index("--probe") + 1]
     build_dir = sys.argv[sys.argv.index("--build-dir") + 1] if "--build-dir" in sys.argv else tempfile.gettempdir()
     testbed.install_signal_cleanup()
+    os.environ["PHUB_PROBE_TOKEN"] = secrets.token_hex(16)  # agents, runs and probe_control.py inherit it
     failures, agents, delayline = [], {}, None
     work = tempfile.mkdtemp(prefix="phub-probe-dpdk-")
     try:

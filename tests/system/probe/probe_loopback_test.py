@@ -6,6 +6,7 @@ of every plan (not fatal); the hostfile and rankmap.env name the 16 live hosts o
 """
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -16,7 +17,9 @@ def main():
     probe = sys.argv[sys.argv.index("--probe") + 1]
     live = ["127.0.3.%d" % i for i in range(1, 17)]
     dead = "127.0.3.99"
-    agents = [subprocess.Popen([probe, "agent", "--listen", "%s:7703" % a], stderr=subprocess.DEVNULL) for a in live]
+    env = dict(os.environ, PHUB_PROBE_TOKEN=secrets.token_hex(16))
+    agents = [subprocess.Popen([probe, "agent", "--listen", "%s:7703" % a], stderr=subprocess.DEVNULL, env=env)
+              for a in live]
     try:
         time.sleep(0.5)
         with tempfile.TemporaryDirectory(prefix="phub-probe-loopback-") as work:
@@ -27,7 +30,7 @@ def main():
             out = os.path.join(work, "out")
             t0 = time.time()
             r = subprocess.run([probe, "run", "--hosts", hosts, "--out", out], timeout=60, text=True,
-                               capture_output=True)
+                               capture_output=True, env=env)
             wall = time.time() - t0
             print(r.stdout)
             with open(os.path.join(out, "report.json")) as f:

@@ -1,11 +1,15 @@
 // phub-probe output tests: hosts files, matrix files, report, hostfile, heatmap, and the Lua rack snippet
 // loaded by the real config loader inside a minimal config.
 #include <gtest/gtest.h>
+#include <png.h>
 
+#include <cmath>
 #include <cstdio>
+#include <set>
 #include <filesystem>
 #include <fstream>
 
+#include "font5x8.hpp"
 #include "heatmap.hpp"
 #include "hosts_file.hpp"
 #include "matrix_io.hpp"
@@ -96,26 +100,223 @@ TEST(Outputs, HostfileAndRankEnvFollowTheRing) {
   EXPECT_EQ(std::count(json.begin(), json.end(), '['), std::count(json.begin(), json.end(), ']'));
 }
 
-TEST(Outputs, HeatmapShowsGroupBoundaries) {
-  Fixture f({3, 5});
-  const Image img = render_heatmap(f.s.matrix, f.plan);
-  ASSERT_GT(img.width, 0u);
+// Reads `chars` characters of text back from the picture where `at` says it starts, glyph by glyph against
+// the font: the text pixels are exactly the ink colour. A cell that matches no glyph reads as '\x01'.
+std::u32string read_text(const Image& img, const TextSpan& at, size_t chars) {
+  auto ink = [&](unsigned x, unsigned y) {
+    if (x >= img.width || y >= img.height) return false;
+    const uint8_t* p = &img.rgb[(size_t{y} * img.width + x) * 3];
+    return p[0] == 32 && p[1] == 32 && p[2] == 32;
+  };
+  std::u32string candidates = U" ?";
+  for (char32_t c = 0x21; c < 0x7F; ++c)
+    if (font::has_glyph(c)) candidates += c;
+  candidates += font::kMicro;
+  std::u32string out;
+  const unsigned s = at.scale;
+  for (size_t i = 0; i < chars; ++i) {
+    font::Glyph seen{};
+    for (unsigned gy = 0; gy < font::kGlyphHeight; ++gy)
+      for (unsigned gx = 0; gx < font::kGlyphWidth; ++gx) {
+        const unsigned along = static_cast<unsigned>(i) * font::kAdvance + gx;
+        const bool on = at.vertical ? (at.y >= (along + 1) * s && ink(at.x + gy * s, at.y - (along + 1) * s))
+                                    : ink(at.x + along * s, at.y + gy * s);
+        if (on) seen[gy] = static_cast<uint8_t>(seen[gy] | (1u << (font::kGlyphWidth - 1 - gx)));
+      }
+    char32_t found = 1;
+    for (char32_t c : candidates)
+      if (font::glyph(c) == seen) found = c;
+    out += found;
+  }
+  return out;
+}
+
+// The text as drawn, plus one character's room after it, must read back as the expected text and a blank.
+void expect_reads(const Image& img, const TextSpan& at, const std::string& text) {
+  const std::u32string want = font::decode_utf8(text) + U" ";
+  EXPECT_EQ(read_text(img, at, want.size()), want) << "where \"" << text << "\" should be (" << at.x << ", " << at.y << ")";
+}
+
+const uint8_t* pixel(const Image& img, unsigned x, unsigned y) { return &img.rgb[(size_t{y} * img.width + x) * 3]; }
+
+topo::Matrix renamed(const topo::Matrix& m, const std::vector<std::string>& names) {
+  std::vector<topo::Host> hosts = m.hosts();
+  for (size_t i = 0; i < hosts.size(); ++i) hosts[i].name = names[i];
+  topo::Matrix out(hosts);
+  for (size_t i = 0; i < m.size(); ++i)
+    for (size_t j = i + 1; j < m.size(); ++j) out.set(i, j, m.at(i, j));
+  return out;
+}
+
+TEST(Font, EveryGlyphIsDistinct) {
+  std::u32string all = U" ";
+  for (char32_t c = 0x21; c < 0x7F; ++c)
+    if (font::has_glyph(c)) all += c;
+  all += font::kMicro;
+  for (char32_t c = U'0'; c <= U'9'; ++c) EXPECT_TRUE(font::has_glyph(c));
+  for (char32_t c = U'a'; c <= U'z'; ++c) EXPECT_TRUE(font::has_glyph(c) && font::has_glyph(c - 32));
+  for (char32_t c : std::u32string_view(U".-_:/()~")) EXPECT_TRUE(font::has_glyph(c));
+  for (size_t i = 0; i < all.size(); ++i)
+    for (size_t j = i + 1; j < all.size(); ++j)
+      EXPECT_NE(font::glyph(all[i]), font::glyph(all[j])) << "glyphs " << i << " and " << j;
+  EXPECT_EQ(font::glyph(U'\u20ac'), font::glyph(U'?'));  // what the font lacks draws as '?'
+  EXPECT_EQ(font::decode_utf8("a\xc2\xb5" "b\xff"), (std::u32string{U'a', font::kMicro, U'b', U'?'}));
+}
+
+TEST(Heatmap, AxisLabelsDropTheCommonDomainAndElideTheMiddle) {
+  EXPECT_EQ(axis_labels({"vm1", "vm2"}), (std::vector<std::string>{"vm1", "vm2"}));
+  // A shared domain goes; a shared numeric tail (addresses) stays.
+  EXPECT_EQ(axis_labels({"a1.rack.example.net", "b2.rack.example.net"}), (std::vector<std::string>{"a1", "b2"}));
+  EXPECT_EQ(axis_labels({"198.18.1.11", "198.18.2.11"}), (std::vector<std::string>{"198.18.1.11", "198.18.2.11"}));
+  const auto l = axis_labels({"gpu-node-rack-a-0017", "gpu-node-rack-a-0018", "short"});
+  EXPECT_EQ(l[0], "gpu-n~a-0017");
+  EXPECT_EQ(l[1], "gpu-n~a-0018");
+  EXPECT_EQ(l[2], "short");
+  // Ends alike: the tail grows until the labels differ.
+  const auto m = axis_labels({"x-0001-long-common-end", "x-0002-long-common-end"});
+  EXPECT_NE(m[0], m[1]);
+  EXPECT_LE(m[0].size(), kMaxLabelChars);
+}
+
+TEST(Heatmap, ScaleTicksAreRoundAndInRange) {
+  EXPECT_EQ(scale_ticks(18, 1300, 8), (std::vector<double>{20, 50, 100, 200, 500, 1000}));
+  EXPECT_EQ(scale_ticks(18, 1300, 4), (std::vector<double>{30, 100, 300, 1000}));
+  EXPECT_EQ(scale_ticks(31, 39, 8), (std::vector<double>{31, 39}));  // no round value inside: the ends
+  EXPECT_TRUE(scale_ticks(INFINITY, 0, 8).empty());
+  EXPECT_EQ(format_us(20), "20");
+  EXPECT_EQ(format_us(2.5), "2.5");
+  EXPECT_EQ(format_us(20000), "20k");
+}
+
+// 12 hosts in 3 groups, as probe-racks sees them: names on both axes in planned order, groups marked and
+// named as racks.lua names them, the colour bar's ticks labelled in µs.
+TEST(Outputs, HeatmapNamesHostsGroupsAndScale) {
+  Fixture f({4, 4, 4});
+  HeatmapLayout lay;
+  const Image img = render_heatmap(f.s.matrix, f.plan, &lay);
   ASSERT_EQ(img.rgb.size(), size_t{img.width} * img.height * 3);
-  auto px = [&](unsigned x, unsigned y) { return &img.rgb[(size_t{y} * img.width + x) * 3]; };
-  const unsigned cell = (img.width - 16) / 8;
-  EXPECT_EQ(px(8 + cell / 2, 8 + cell / 2)[0], 0);  // diagonal cell is black
-  const size_t first = f.plan.ring.front();
-  const size_t boundary = static_cast<size_t>(f.plan.racks.members.front().size());
-  EXPECT_EQ(f.plan.clustering.group[first], f.plan.clustering.group[f.plan.ring[boundary - 1]]);
-  const unsigned line_x = static_cast<unsigned>(8 + boundary * cell - 1);
-  EXPECT_EQ(px(line_x, 8 + cell / 2)[0], 255);  // white group boundary
+  EXPECT_LE(img.width, 800u);
+  EXPECT_LE(img.height, 900u);
+  ASSERT_EQ(lay.order, f.plan.ring);
+  ASSERT_EQ(lay.row_labels.size(), 12u);
+  ASSERT_EQ(lay.col_labels.size(), 12u);
+  for (size_t p = 0; p < 12; ++p) {
+    const std::string& name = f.s.matrix.hosts()[f.plan.ring[p]].name;
+    expect_reads(img, lay.row_labels[p], name);
+    expect_reads(img, lay.col_labels[p], name);
+    // The row's name sits beside the row, the column's above the column.
+    EXPECT_GE(lay.row_labels[p].y, lay.y0 + p * lay.cell);
+    EXPECT_LE(lay.row_labels[p].y + 8 * lay.row_labels[p].scale, lay.y0 + (p + 1) * lay.cell);
+    EXPECT_GE(lay.col_labels[p].x, lay.x0 + p * lay.cell);
+    EXPECT_LE(lay.col_labels[p].x + 8 * lay.col_labels[p].scale, lay.x0 + (p + 1) * lay.cell);
+    EXPECT_EQ(pixel(img, lay.x0 + p * lay.cell + lay.cell / 2, lay.y0 + p * lay.cell + lay.cell / 2)[0], 0);  // diagonal
+  }
+  ASSERT_EQ(lay.groups.size(), 3u);
+  std::set<std::array<uint8_t, 3>> strip_colours;
+  for (size_t g = 0; g < 3; ++g) {
+    const auto& grp = lay.groups[g];
+    EXPECT_EQ(grp.count, f.plan.racks.members[g].size());
+    for (unsigned p = grp.first; p < grp.first + grp.count; ++p)
+      EXPECT_EQ(f.plan.clustering.group[lay.order[p]], f.plan.clustering.group[f.plan.racks.members[g][0]]);
+    expect_reads(img, grp.label, rack_name(g));
+    const unsigned mid = lay.y0 + (grp.first * 2 + grp.count) * lay.cell / 2;
+    EXPECT_GE(grp.label.y + 8 * grp.label.scale, mid);  // the name is level with its group
+    EXPECT_LE(grp.label.y, mid);
+    const uint8_t* left = pixel(img, lay.x0 - 2 - lay.strip / 2, mid);
+    const uint8_t* top = pixel(img, lay.x0 + (mid - lay.y0), lay.y0 - 2 - lay.strip / 2);
+    EXPECT_TRUE(std::equal(left, left + 3, top)) << "left and top strips of group " << g << " differ";
+    strip_colours.insert({left[0], left[1], left[2]});
+    if (g > 0) {  // a white line on the boundary, across the whole matrix
+      const unsigned at = lay.x0 + grp.first * lay.cell - 1;
+      for (unsigned y = lay.y0; y < lay.y0 + lay.side; y += lay.cell / 2) EXPECT_EQ(pixel(img, at, y)[1], 255);
+    }
+  }
+  EXPECT_EQ(strip_colours.size(), 3u);
+  // The ticks: round values in µs, left to right, each label under its tick, read back as written.
+  ASSERT_GE(lay.tick_us.size(), 3u);
+  for (size_t i = 0; i < lay.tick_us.size(); ++i) {
+    expect_reads(img, lay.tick_labels[i], format_us(lay.tick_us[i]));
+    if (i > 0) {
+      EXPECT_GT(lay.tick_x[i], lay.tick_x[i - 1]);
+    }
+    EXPECT_GE(lay.tick_x[i], lay.bar_x);
+    EXPECT_LT(lay.tick_x[i], lay.bar_x + lay.bar_w);
+    EXPECT_EQ(pixel(img, lay.tick_x[i], lay.bar_y + lay.bar_h + 1)[0], 32);  // the tick mark
+  }
+  expect_reads(img, lay.title, "median RTT, \u00b5s (log scale)");
+  // A cell is coloured as the bar is at its RTT's place on the scale.
+  const size_t a = f.plan.ring[0], b = f.plan.ring[11];
+  const double lo = lay.tick_us.front(), hi = lay.tick_us.back();
+  const double rtt = f.s.matrix.at(a, b).median_us;
+  if (rtt > lo && rtt < hi) {
+    const double t = (std::log(rtt) - std::log(lo)) / (std::log(hi) - std::log(lo));
+    const unsigned x = lay.tick_x.front() + static_cast<unsigned>(std::lround(t * (lay.tick_x.back() - lay.tick_x.front())));
+    const uint8_t* cell = pixel(img, lay.x0 + 11 * lay.cell + lay.cell / 2, lay.y0 + lay.cell / 2);
+    const uint8_t* bar = pixel(img, x, lay.bar_y + lay.bar_h / 2);
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(cell[k], bar[k], 6) << "channel " << k;
+  }
+  // What the file holds is this picture.
   const std::string path = std::filesystem::temp_directory_path() / "phub_probe_heatmap_test.png";
   ASSERT_TRUE(write_png(path, img));
-  std::ifstream png(path, std::ios::binary);
-  char sig[8] = {};
-  png.read(sig, 8);
-  EXPECT_EQ(std::string(sig + 1, 3), "PNG");
+  png_image pi{};
+  pi.version = PNG_IMAGE_VERSION;
+  ASSERT_NE(png_image_begin_read_from_file(&pi, path.c_str()), 0);
+  pi.format = PNG_FORMAT_RGB;
+  std::vector<uint8_t> back(PNG_IMAGE_SIZE(pi));
+  ASSERT_NE(png_image_finish_read(&pi, nullptr, back.data(), 0, nullptr), 0);
+  EXPECT_EQ(pi.width, img.width);
+  EXPECT_EQ(back, img.rgb);
   std::filesystem::remove(path);
+}
+
+// Long names are shortened on the axes; an excluded host is named and marked; a missing pair is grey and
+// the legend says so.
+TEST(Outputs, HeatmapShortensNamesAndMarksExcludedHosts) {
+  Fixture f({4, 5});
+  std::vector<std::string> names;
+  for (size_t i = 0; i < 9; ++i) names.push_back("gpu-node-" + std::to_string(1000 + i) + ".zone-b.example.net");
+  topo::Matrix m = renamed(f.s.matrix, names);
+  for (size_t j = 1; j < 9; ++j) m.set(0, j, topo::PairStats{});  // host 0 never answered
+  const topo::Plan plan = topo::plan(m, f.opts);
+  ASSERT_LT(plan.clustering.group[0], 0);
+  HeatmapLayout lay;
+  const Image img = render_heatmap(m, plan, &lay);
+  ASSERT_EQ(lay.order.back(), 0u);
+  expect_reads(img, lay.row_labels.back(), "gpu-n~e-1000");
+  expect_reads(img, lay.col_labels.back(), "gpu-n~e-1000");
+  expect_reads(img, lay.row_labels.front(), axis_labels(names)[lay.order.front()]);
+  ASSERT_EQ(lay.groups.back().count, 1u);
+  expect_reads(img, lay.groups.back().label, "excluded");
+  const uint8_t* grey = pixel(img, lay.x0 + lay.cell / 2, lay.y0 + 8 * lay.cell + lay.cell / 2);
+  EXPECT_EQ(grey[0], 160);
+  const TextSpan legend{"missing", 0, lay.title.y, lay.title.scale, false};
+  bool found = false;  // the legend's word, somewhere on the title's line to its right
+  for (unsigned x = lay.title.x; x < img.width && !found; ++x) {
+    TextSpan at = legend;
+    at.x = x;
+    found = read_text(img, at, 7) == U"missing";
+  }
+  EXPECT_TRUE(found);
+}
+
+// 64 hosts still get names (8-pixel cells) in a picture of reasonable size; more hosts get none.
+TEST(Outputs, HeatmapSizeFrom12To64Hosts) {
+  for (const auto& sizes : {std::vector<size_t>{16, 16, 16, 16}, std::vector<size_t>{40, 40}}) {
+    Fixture f(sizes);
+    HeatmapLayout lay;
+    const Image img = render_heatmap(f.s.matrix, f.plan, &lay);
+    const size_t n = f.s.matrix.size();
+    EXPECT_LE(img.width, 800u) << n << " hosts";
+    EXPECT_LE(img.height, 900u) << n << " hosts";
+    if (n <= 64) {
+      ASSERT_EQ(lay.row_labels.size(), n);
+      expect_reads(img, lay.row_labels.front(), f.s.matrix.hosts()[lay.order.front()].name);
+      expect_reads(img, lay.col_labels.back(), f.s.matrix.hosts()[lay.order.back()].name);
+    } else {
+      EXPECT_TRUE(lay.row_labels.empty());
+      expect_reads(img, lay.groups.front().label, "rack1");
+    }
+  }
 }
 
 // The snippet, pasted unchanged above a minimal config's `return`, loads and validates.
