@@ -1,4 +1,5 @@
-// Engine tests on net_ring: ARP/ICMP, exact allreduce over worker counts, dtypes, lcores and modes,
+// Engine tests on net_ring: ARP/ICMP (rate limit, refused sources), the software UDP checksum, pull of an
+// allreduce job, exact allreduce over worker counts, dtypes, lcores and modes,
 // duplicates, late pushes, re-requests, round errors, stalls, ps init and steps, bad segments.
 #include <gtest/gtest.h>
 
