@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
                  : phub::config::load_file(opts->config_path);
   if (!cfg) return fail("config refused: " + cfg.error());
   if (opts->check) {
+    if (auto why = phub::engine::unsupported_settings(*cfg)) return fail("config refused: " + *why);
     say("config ok: " + phub::config::describe(*cfg));
     return 0;
   }

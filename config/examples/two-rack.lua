@@ -1,10 +1,11 @@
--- two-rack.lua: the hub of rack "rack-a" in a two-rack deployment.
+-- two-rack.lua: the config format of a rack hub in a two-rack deployment (racks, rack, ranks_by_rack),
+-- as phub-probe's rack snippet fills it.
 --
--- Each rack has a phub server (its hub). A hub sums the chunks of its own rack's workers, then forwards
--- one partial sum per chunk to the chunk's home hub, so a chunk crosses the oversubscribed core once per
--- rack instead of once per worker. Both hubs load the same file except for `rack`, which names the rack
--- this server serves: deploy it to rack-b's hub with rack = "rack-b" (and its own port address).
--- The rank grouping is what `phub-probe` plans from measured latencies.
+-- NOT RUNNABLE YET: cross-rack aggregation (a hub summing its rack's ranks, forwarding one partial per
+-- chunk to the chunk's home hub, and fanning the result back) is not implemented. lib/config loads and
+-- validates this file, but phub-server --check and phub-server refuse it with a message that says so,
+-- rather than run flat and let the other rack's workers stall. Both hubs would load the same file except
+-- for `rack`; the rank grouping is what `phub-probe` plans from measured latencies.
 
 local this_rack = "rack-a"
 

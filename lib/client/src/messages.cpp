@@ -87,6 +87,17 @@ Error Client::bad_request_error(const proto::Header& h) const {
                                          " elements per packet, the client sends " + std::to_string(se) +
                                          ": config.mtu or config.dtype differ from the server's port and job"};
   }
+  // A sharded job: the server names the owner the client computed too, yet the client sent the chunk to that
+  // owner's address, so the server there holds another part of the job (init refusals also carry aux 0).
+  const uint16_t owner = plan_->layout().chunk(c).owner;
+  if (opt_.servers.size() > 1 && aux == owner && !(opt_.mode == Mode::ps && aux == 0)) {
+    return Error{PHUB_ERR_CHUNK_MAP, head + "chunk " + std::to_string(c) + " belongs to server " +
+                                         format_ipv4(endpoint_of_owner(owner).ipv4) + " (number " +
+                                         std::to_string(owner / opt_.server_lcores) + " of the client's list), " +
+                                         "which answered that another of the job's servers owns it: the servers' "
+                                         "shard.index must follow the order of the client's server list, with the "
+                                         "same shard.count and lcores: " + where()};
+  }
   if (aux != lcore && aux < 256) {
     std::string msg = head + "either chunk " + std::to_string(c) + " belongs to the server's lcore " +
                       std::to_string(aux) + " (the client sent it to lcore " + std::to_string(lcore) +
@@ -96,7 +107,10 @@ Error Client::bad_request_error(const proto::Header& h) const {
     return Error{PHUB_ERR_CHUNK_MAP, msg + ": " + where()};
   }
   if (opt_.mode == Mode::ps && aux == 0) {
-    return Error{PHUB_ERR_CONFIG_MISMATCH, head + "init refused: the job is not in ps mode (config.mode)"};
+    return Error{PHUB_ERR_CONFIG_MISMATCH, head + "init refused: the job is not in ps mode (config.mode)" +
+                                               (opt_.servers.size() > 1 ? std::string(", or, the job being sharded, "
+                                                "the server's shard.index is not its place in the client's server "
+                                                "list") : std::string())};
   }
   return Error{PHUB_ERR_PROTOCOL, head + "the job's round_modulus may differ (the client's is " +
                                       std::to_string(opt_.round_modulus) + ")"};

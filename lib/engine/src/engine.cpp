@@ -26,7 +26,17 @@ std::string joined(const std::vector<std::string>& lines) {
 
 }  // namespace
 
+std::optional<std::string> unsupported_settings(const config::Config& cfg) {
+  if (!cfg.racks.empty()) {
+    return std::string("racks: hierarchical aggregation across racks (racks, rack, ranks_by_rack) is not "
+                       "implemented yet: this server would sum only its own rack's ranks and their workers would "
+                       "stall; run one flat server per job, or shard a job over servers (jobs[].shard)");
+  }
+  return std::nullopt;
+}
+
 Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Config& cfg) {
+  if (auto why = unsupported_settings(cfg)) return unexpected(*why);
   std::unique_ptr<Engine> e(new Engine());
   e->kernels_ = &agg::select_kernels();
   if (cfg.lcores.empty()) return unexpected(std::string("config: no lcores"));

@@ -23,7 +23,7 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   if (static_cast<uint8_t>(p[kOffVersion]) != kVersion) return ParseError::bad_version;
 
   const auto op = static_cast<uint8_t>(p[kOffOpcode]);
-  if (op < kOpcodeMin || op > kOpcodeMax) return ParseError::bad_opcode;
+  if (!opcode_assigned(op)) return ParseError::bad_opcode;
   const auto dtype = static_cast<uint8_t>(p[kOffDtype]);
   if (!dtype_valid(dtype)) return ParseError::bad_dtype;
   const auto status = static_cast<uint8_t>(p[kOffStatus]);

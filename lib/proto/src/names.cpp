@@ -9,8 +9,6 @@ std::string_view opcode_name(Opcode op) noexcept {
     case Opcode::push: return "push";
     case Opcode::result: return "result";
     case Opcode::rerequest: return "rerequest";
-    case Opcode::fwd_partial: return "fwd_partial";
-    case Opcode::fwd_result: return "fwd_result";
     case Opcode::error: return "error";
     case Opcode::join: return "join";
     case Opcode::leave: return "leave";

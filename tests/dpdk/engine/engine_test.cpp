@@ -571,6 +571,19 @@ TEST(Engine, MisdeliveredPacketsAreHandedToTheirOwner) {
 namespace phub::test {
 namespace {
 
+// Cross-rack aggregation does not exist yet: a config that asks for it is refused with the reason, not
+// run flat (which would let the other racks' workers stall).
+TEST(Engine, RacksAreRefusedUntilCrossRackAggregationExists) {
+  RingLink link(1);
+  auto cfg = make_config(link.server_name(), 1, {make_job(1, 2, {4096})});
+  cfg.racks.push_back(config::Rack{"rack-a", 0xc6120001, 0, {}});
+  cfg.rack = "rack-a";
+  auto e = engine::Engine::create(cfg);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().find("racks: hierarchical aggregation across racks"), std::string::npos) << e.error();
+  EXPECT_EQ(engine::unsupported_settings(make_config(link.server_name(), 1, {make_job(1, 2, {4096})})), std::nullopt);
+}
+
 TEST(Engine, ShardOwnsOnlyItsPartOfTheChunkMap) {
   auto job = make_job(1, 2, {8192 * 6});
   job.shard_count = 3;

@@ -120,11 +120,7 @@ class Net:
         self._netns(br)
         sh("ip", "-n", br, "link", "add", "br0", "type", "bridge")
         sh("ip", "-n", br, "link", "set", "br0", "up")
-        self._netns(self.ns_server())
-        sh("ip", "-n", self.ns_server(), "link", "add", "eth0", "mtu", str(self.mtu), "type", "veth", "peer", "name",
-           "sv", "mtu", str(self.mtu), "netns", br)
-        sh("ip", "-n", self.ns_server(), "link", "set", "eth0", "up")
-        sh("ip", "-n", br, "link", "set", "sv", "master", "br0", "up")
+        self.add_server_namespace(self.ns_server(), "sv")
         if self.server_mbit:
             self._shape(br, "sv", self.server_mbit)
         for i in range(self.workers):
@@ -139,6 +135,16 @@ class Net:
             if self.worker_mbit:
                 self._shape(w, "eth0", self.worker_mbit)
                 self._shape(br, "w%d" % i, self.worker_mbit)
+
+    def add_server_namespace(self, ns, peer):
+        """A namespace for a phub-server: its "eth0" (no address: the server's lives in DPDK) is a veth whose
+        other end, `peer`, is on the bridge."""
+        br = self.prefix + "-br"
+        self._netns(ns)
+        sh("ip", "-n", ns, "link", "add", "eth0", "mtu", str(self.mtu), "type", "veth", "peer", "name", peer, "mtu",
+           str(self.mtu), "netns", br)
+        sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        sh("ip", "-n", br, "link", "set", peer, "master", "br0", "up")
 
     def down(self):
         """Kills every process started here or still inside a namespace, deletes the namespaces, the EAL runtime
@@ -161,21 +167,23 @@ class Net:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     # -- server ------------------------------------------------------------------------------------
-    def config_text(self, jobs, round_stall_ms=2000, polling=(200, 50), settings=None):
-        """The server's config; settings = {table: {key: value}} overrides keys of timeouts, limits, control."""
+    def config_text(self, jobs, round_stall_ms=2000, polling=(200, 50), settings=None, server_ip=SERVER_IP,
+                    file_prefix=None, socket_path=None):
+        """The server's config; settings = {table: {key: value}} overrides keys of timeouts, limits, control.
+        server_ip, file_prefix (EAL) and socket_path (control) default to those of the one server made here."""
         lcore_map = self.lcore_map or "(0-%d)@(%s)" % (self.lcores, self.server_cpus)
         eal = ("--no-huge --no-pci -m %d --file-prefix %s --lcores %s --log-level lib.eal:warning"
-               % (self.memory_mb, self.prefix, lcore_map))
+               % (self.memory_mb, file_prefix or self.prefix, lcore_map))
         cfg = dict(
             eal_args=eal,
-            ports=[dict(name="p0", device=self.af_packet_device(), ipv4=SERVER_IP + "/24", mtu=self.mtu, rx_desc=1024,
+            ports=[dict(name="p0", device=self.af_packet_device(), ipv4=server_ip + "/24", mtu=self.mtu, rx_desc=1024,
                         tx_desc=1024, steering="ring")],
             lcores=[dict(id=i + 1, ports=["p0"]) for i in range(self.lcores)],
             polling=dict(idle_polls_before_sleep=polling[0], idle_sleep_us=polling[1]),
             jobs=jobs,
             timeouts=dict(round_stall_ms=round_stall_ms, drain_ms=500),
             limits=dict(memory_bytes="%dMiB" % (self.memory_mb * 3 // 4), max_jobs=64, mbufs=8191, ring_entries=1024),
-            control=dict(socket_path=os.path.join(self.tmp, "ctl.sock"), stats_interval_ms=0,
+            control=dict(socket_path=socket_path or os.path.join(self.tmp, "ctl.sock"), stats_interval_ms=0,
                          metrics_address="127.0.0.1:0"),
         )
         for table, values in (settings or {}).items():
@@ -195,26 +203,31 @@ class Net:
         with open(path, "w") as f:
             f.write(self.config_text(jobs, **kw))
         self.config_path = path
-        log = open(self.server_log, "w")
-        self.server = subprocess.Popen(["ip", "netns", "exec", self.ns_server(), "timeout", str(timeout_s),
-                                        self.exe("app/phub-server/phub-server"), "--config", path],
-                                       stdout=log, stderr=subprocess.STDOUT)
-        self.procs.append(self.server)
+        self.server = self.launch_server(self.ns_server(), path, self.server_log, timeout_s)
+        return self
+
+    def launch_server(self, ns, config_path, log_path, timeout_s=600):
+        """phub-server (under `timeout`) in namespace ns; waits until it logs that it is ready. The process."""
+        log = open(log_path, "w")
+        p = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout_s),
+                              self.exe("app/phub-server/phub-server"), "--config", config_path],
+                             stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(p)
         deadline = time.time() + 30
         while time.time() < deadline:
-            with open(self.server_log) as f:
+            with open(log_path) as f:
                 if "phub: ready" in f.read():
-                    return self
-            if self.server.poll() is not None:
+                    return p
+            if p.poll() is not None:
                 break
             time.sleep(0.1)
-        raise RuntimeError("phub-server did not become ready:\n" + open(self.server_log).read()[-3000:])
+        raise RuntimeError("phub-server did not become ready:\n" + open(log_path).read()[-3000:])
 
-    def signal_server(self, sig):
-        """Sends sig to the phub-server process itself, found by its command name: not to the `timeout` that
-        runs it, whose command line names it too and which forwards SIGHUP, SIGINT and SIGTERM to it (the
-        server would get the signal twice)."""
-        for pid in (sh("ip", "netns", "pids", self.ns_server(), check=False, capture=True) or "").split():
+    def signal_server(self, sig, ns=None):
+        """Sends sig to the phub-server process itself (in namespace ns, default the server's), found by its
+        command name: not to the `timeout` that runs it, whose command line names it too and which forwards
+        SIGHUP, SIGINT and SIGTERM to it (the server would get the signal twice)."""
+        for pid in (sh("ip", "netns", "pids", ns or self.ns_server(), check=False, capture=True) or "").split():
             try:
                 if open("/proc/%s/comm" % pid).read().strip() == "phub-server":
                     os.kill(int(pid), sig)

@@ -14,11 +14,11 @@ from checks import Checks, unwind_on_sigterm  # noqa: E402,F401
 
 
 class Ctl:
-    """phub-ctl on the server's control socket; pin = a CPU list for taskset (None: anywhere)."""
+    """phub-ctl on the server's control socket (or on `socket`); pin = a CPU list for taskset (None: anywhere)."""
 
-    def __init__(self, net, pin=None):
+    def __init__(self, net, pin=None, socket=None):
         self.argv = ([] if pin is None else ["taskset", "-c", pin]) + [
-            net.exe("tools/phub-ctl/phub-ctl"), "--socket", os.path.join(net.tmp, "ctl.sock")]
+            net.exe("tools/phub-ctl/phub-ctl"), "--socket", socket or os.path.join(net.tmp, "ctl.sock")]
 
     def __call__(self, *args, timeout_s=45):
         """(exit status, stdout, stderr); phub-ctl's own --timeout is below ours."""

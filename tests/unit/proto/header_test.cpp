@@ -97,6 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Corruption{"version_3", 2, 3, ParseError::bad_version},
                       Corruption{"opcode_zero", 3, 0, ParseError::bad_opcode},
                       Corruption{"opcode_high", 3, 14, ParseError::bad_opcode},
+                      Corruption{"opcode_unassigned", 3, 4, ParseError::bad_opcode},
                       Corruption{"dtype", 6, 3, ParseError::bad_dtype},
                       Corruption{"status", 7, 200, ParseError::bad_status},
                       Corruption{"flags", 4, 0x80, ParseError::bad_flags},
@@ -170,7 +171,9 @@ TEST(Header, NamesAreDistinct) {
   std::set<std::string_view> names;
   for (size_t i = 0; i < kParseErrorCount; ++i) names.insert(parse_error_name(static_cast<ParseError>(i)));
   EXPECT_EQ(names.size(), kParseErrorCount);
-  for (uint8_t op = kOpcodeMin; op <= kOpcodeMax; ++op) EXPECT_NE(opcode_name(static_cast<Opcode>(op)), "unknown");
+  for (uint8_t op = kOpcodeMin; op <= kOpcodeMax; ++op) {
+    EXPECT_EQ(opcode_name(static_cast<Opcode>(op)) != "unknown", opcode_assigned(op)) << int(op);
+  }
 }
 
 TEST(Header, SegmentElemsFitTheMtu) {

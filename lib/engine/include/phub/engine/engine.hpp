@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,10 @@ struct ReloadOutcome {
   uint64_t drain_ns = 0;     // waited for removed jobs' rounds to finish
   bool drain_timed_out = false;
 };
+
+// What a config asks for that this server does not do yet, as an error naming the fields; nullopt when
+// it can run the config as written. phub-server --check and Engine::create both refuse such a config.
+[[nodiscard]] std::optional<std::string> unsupported_settings(const config::Config& cfg);
 
 class Engine {
  public:

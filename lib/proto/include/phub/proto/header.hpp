@@ -21,8 +21,7 @@ enum class Opcode : uint8_t {
   push = 1,           // worker -> server: a gradient contribution for (chunk, round, elements)
   result = 2,         // server -> worker: the aggregated result (allreduce) or updated weights (ps)
   rerequest = 3,      // worker -> server: send me the result of (chunk, round) again
-  fwd_partial = 4,    // rack hub -> home hub: the rack's partial sum, as one contributor
-  fwd_result = 5,     // home hub -> rack hub: the final result, to fan out
+  // 4 and 5 are unassigned (a parse error): the cross-rack forwarding they were kept for does not exist.
   error = 6,          // server -> worker: status says why; aux carries detail (e.g. the server's round)
   join = 7,           // worker -> server: announce rank and address
   leave = 8,          // worker -> server: rank leaves the job
@@ -35,12 +34,16 @@ enum class Opcode : uint8_t {
 inline constexpr uint8_t kOpcodeMin = 1;
 inline constexpr uint8_t kOpcodeMax = 13;
 
+// Whether `op` is an opcode of this protocol version (kOpcodeMin..kOpcodeMax less the unassigned 4 and 5).
+[[nodiscard]] constexpr bool opcode_assigned(uint8_t op) noexcept {
+  return op >= kOpcodeMin && op <= kOpcodeMax && op != 4 && op != 5;
+}
+
 [[nodiscard]] std::string_view opcode_name(Opcode op) noexcept;
 
 // Opcodes whose payload is elem_count elements of dtype.
 [[nodiscard]] constexpr bool opcode_carries_elems(Opcode op) noexcept {
-  return op == Opcode::push || op == Opcode::result || op == Opcode::fwd_partial || op == Opcode::fwd_result ||
-         op == Opcode::init;
+  return op == Opcode::push || op == Opcode::result || op == Opcode::init;
 }
 
 // Header flag bits. Unknown bits are rejected.

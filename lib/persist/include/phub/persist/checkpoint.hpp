@@ -1,0 +1,71 @@
+// Parameter-server checkpoints: one file per job shard and round, written atomically (a temporary file,
+// fsync, rename, fsync of the directory), its arrays compressed with ISA-L's igzip in blocks that each
+// carry a CRC32C of their uncompressed bytes, under a header that names the job, its config fingerprint
+// and the round. Reading checks everything and says what is wrong; restore_newest() takes the newest
+// file that passes, and names every file it skipped and why. DPDK-free (docs/persistence.md).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "phub/base/expected.hpp"
+
+namespace phub::persist {
+
+// What a checkpoint is of. A restore takes only files whose job name, job id, shard and fingerprint
+// all match the running config's.
+struct CheckpointId {
+  std::string job;                  // the job's name (1..64 bytes of [A-Za-z0-9_.-])
+  uint16_t job_id = 0;
+  uint16_t shard_index = 0;         // this server's shard of the job (0 when not sharded)
+  uint64_t config_fingerprint = 0;  // of what the state depends on: keys, dtype, mode, optimizer, ...
+  bool operator==(const CheckpointId&) const = default;
+};
+
+struct CheckpointMeta {
+  CheckpointId id;
+  uint32_t round = 0;    // the round boundary the state belongs to (the state after this round)
+  uint16_t epoch = 0;    // the job epoch it was taken in
+  uint64_t elems = 0;    // elements per array
+};
+
+// The state: arrays of `elems` fp32 values each (weights, then the optimizer's state in its order).
+struct Checkpoint {
+  CheckpointMeta meta;
+  std::vector<std::vector<float>> arrays;
+};
+
+// A file's name in its directory: "<job>.s<shard>.r<round, 10 digits>.phubckpt".
+[[nodiscard]] std::string checkpoint_file_name(const CheckpointId& id, uint32_t round);
+
+// Writes the checkpoint into `dir` (which must exist) atomically; returns the final path. On any error
+// the temporary file is removed and nothing else changed.
+[[nodiscard]] Expected<std::filesystem::path, std::string> write_checkpoint(
+    const std::filesystem::path& dir, const CheckpointMeta& meta, std::span<const std::span<const float>> arrays);
+
+// Reads and checks one file: magic, version, header CRC, every block's length and CRC, the totals.
+// Never trusts a length before checking it against the file and the limits.
+[[nodiscard]] Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file);
+
+// Parses a checkpoint held in memory (the fuzz target's entry; read_checkpoint uses it).
+[[nodiscard]] Expected<Checkpoint, std::string> parse_checkpoint(std::span<const std::byte> bytes);
+
+struct Restored {
+  std::optional<Checkpoint> checkpoint;  // the newest valid one for the id, if any
+  std::filesystem::path file;
+  std::vector<std::string> skipped;      // "<file>: <reason>", newest first, one per file skipped
+};
+
+// The newest valid checkpoint of `id` in `dir`, falling back past torn or corrupt files. Temporary files
+// (a write that never reached its rename) are skipped and named too.
+[[nodiscard]] Restored restore_newest(const std::filesystem::path& dir, const CheckpointId& id);
+
+// Keeps the newest `keep` valid-looking files of `id` (by name) and removes older ones and stale
+// temporary files. Returns how many files were removed.
+size_t prune_checkpoints(const std::filesystem::path& dir, const CheckpointId& id, size_t keep);
+
+}  // namespace phub::persist

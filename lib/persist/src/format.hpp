@@ -1,0 +1,33 @@
+// The checkpoint file format (docs/persistence.md), shared by the writer and the parser.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace phub::persist::format {
+
+// Header, little-endian:
+//   0 magic "PHUBCKPT" | 8 version u32 | 12 header_bytes u32 | 16 job_id u16 | 18 shard u16 | 20 epoch u16
+//   22 name_len u16 | 24 fingerprint u64 | 32 round u32 | 36 arrays u32 | 40 elems u64
+//   48 block_raw_bytes u32 | 52 blocks u32 | 56 name (name_len bytes) | then header CRC32C u32
+// Blocks, each: raw_len u32 | stored_len u32 | kind u32 (0 stored, 1 deflate) | crc32c of the raw bytes u32
+//   | stored_len bytes. Every block but the last holds block_raw_bytes raw bytes.
+// Trailer: magic "PHUBEND1" | blocks u32 | crc32c over the blocks' CRCs u32.
+inline constexpr std::array<char, 8> kMagic{'P', 'H', 'U', 'B', 'C', 'K', 'P', 'T'};
+inline constexpr std::array<char, 8> kTrailerMagic{'P', 'H', 'U', 'B', 'E', 'N', 'D', '1'};
+inline constexpr uint32_t kVersion = 1;
+inline constexpr size_t kFixedHeaderBytes = 56;
+inline constexpr size_t kBlockHeaderBytes = 16;
+inline constexpr size_t kTrailerBytes = 16;
+inline constexpr uint32_t kKindStored = 0;
+inline constexpr uint32_t kKindDeflate = 1;
+
+inline constexpr uint32_t kBlockRawBytes = 1u << 20;  // what the writer uses
+inline constexpr uint32_t kMinBlockRawBytes = 4096;   // what a reader accepts
+inline constexpr uint32_t kMaxBlockRawBytes = 64u << 20;
+inline constexpr uint32_t kMaxArrays = 16;
+inline constexpr uint64_t kMaxRawBytes = uint64_t{1} << 40;
+inline constexpr size_t kMaxNameBytes = 64;
+
+}  // namespace phub::persist::format

@@ -1,0 +1,173 @@
+// write_checkpoint: header, compressed blocks and trailer into a temporary file, fsync, rename, fsync
+// of the directory. The arrays are read block by block through one staging buffer: no copy of the state.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "codec.hpp"
+#include "format.hpp"
+#include "phub/base/bytes.hpp"
+#include "phub/persist/checkpoint.hpp"
+#include "phub/proto/auth.hpp"
+
+namespace phub::persist {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "checkpoints store fp32 arrays as little-endian bytes");
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+class File {
+ public:
+  explicit File(int fd) : fd_(fd) {}
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  ~File() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] bool write_all(std::span<const std::byte> bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      bytes = bytes.subspan(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  [[nodiscard]] bool sync_and_close() {
+    bool ok = ::fsync(fd_) == 0;
+    ok = ::close(fd_) == 0 && ok;
+    fd_ = -1;
+    return ok;
+  }
+
+ private:
+  int fd_;
+};
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > format::kMaxNameBytes) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+              c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::vector<std::byte> header_bytes(const CheckpointMeta& m, uint32_t arrays, uint32_t blocks) {
+  const auto& name = m.id.job;
+  std::vector<std::byte> h(format::kFixedHeaderBytes + name.size() + 4);
+  std::memcpy(h.data(), format::kMagic.data(), format::kMagic.size());
+  store_le<uint32_t>(h.data() + 8, format::kVersion);
+  store_le<uint32_t>(h.data() + 12, static_cast<uint32_t>(h.size()));
+  store_le<uint16_t>(h.data() + 16, m.id.job_id);
+  store_le<uint16_t>(h.data() + 18, m.id.shard_index);
+  store_le<uint16_t>(h.data() + 20, m.epoch);
+  store_le<uint16_t>(h.data() + 22, static_cast<uint16_t>(name.size()));
+  store_le<uint64_t>(h.data() + 24, m.id.config_fingerprint);
+  store_le<uint32_t>(h.data() + 32, m.round);
+  store_le<uint32_t>(h.data() + 36, arrays);
+  store_le<uint64_t>(h.data() + 40, m.elems);
+  store_le<uint32_t>(h.data() + 48, format::kBlockRawBytes);
+  store_le<uint32_t>(h.data() + 52, blocks);
+  std::memcpy(h.data() + format::kFixedHeaderBytes, name.data(), name.size());
+  const size_t covered = h.size() - 4;
+  store_le<uint32_t>(h.data() + covered, proto::crc32c(std::span<const std::byte>(h.data(), covered)));
+  return h;
+}
+
+// Copies raw bytes [offset, offset + out.size()) of the arrays' concatenation into out.
+void gather(std::span<const std::span<const float>> arrays, uint64_t offset, std::span<std::byte> out) {
+  size_t done = 0;
+  for (const auto& a : arrays) {
+    const uint64_t bytes = a.size_bytes();
+    if (offset >= bytes) {
+      offset -= bytes;
+      continue;
+    }
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes - offset, out.size() - done));
+    std::memcpy(out.data() + done, reinterpret_cast<const std::byte*>(a.data()) + offset, n);
+    done += n;
+    offset = 0;
+    if (done == out.size()) return;
+  }
+}
+
+}  // namespace
+
+Expected<std::filesystem::path, std::string> write_checkpoint(const std::filesystem::path& dir,
+                                                              const CheckpointMeta& meta,
+                                                              std::span<const std::span<const float>> arrays) {
+  if (!valid_name(meta.id.job)) return unexpected("checkpoint: job name '" + meta.id.job.substr(0, 64) +
+                                                  "' is not 1..64 bytes of [A-Za-z0-9_.-]");
+  if (arrays.empty() || arrays.size() > format::kMaxArrays) {
+    return unexpected("checkpoint: " + std::to_string(arrays.size()) + " arrays, not 1.." +
+                      std::to_string(format::kMaxArrays));
+  }
+  for (const auto& a : arrays) {
+    if (a.size() != meta.elems) return unexpected("checkpoint: an array of " + std::to_string(a.size()) +
+                                                  " elements, the meta says " + std::to_string(meta.elems));
+  }
+  const uint64_t raw_total = meta.elems * 4 * arrays.size();
+  if (meta.elems > format::kMaxRawBytes || raw_total > format::kMaxRawBytes) {
+    return unexpected("checkpoint: " + std::to_string(raw_total) + " bytes of state is above the format's limit");
+  }
+  const uint64_t blocks = (raw_total + format::kBlockRawBytes - 1) / format::kBlockRawBytes;
+
+  const auto final_path = dir / checkpoint_file_name(meta.id, meta.round);
+  const auto temp_path = std::filesystem::path(final_path.string() + ".tmp");
+  int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return unexpected(errno_text("checkpoint: cannot create " + temp_path.string()));
+  File file(fd);
+  auto fail = [&](const std::string& what) {
+    std::string e = errno_text("checkpoint: " + what + " " + temp_path.string());
+    ::unlink(temp_path.c_str());
+    return unexpected(std::move(e));
+  };
+
+  if (!file.write_all(header_bytes(meta, static_cast<uint32_t>(arrays.size()), static_cast<uint32_t>(blocks)))) {
+    return fail("cannot write");
+  }
+  BlockCompressor compressor;
+  std::vector<std::byte> raw(format::kBlockRawBytes);
+  std::vector<std::byte> packed;
+  std::vector<std::byte> crcs;
+  crcs.reserve(blocks * 4);
+  std::array<std::byte, format::kBlockHeaderBytes> bh{};
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint64_t offset = b * format::kBlockRawBytes;
+    const auto len = static_cast<size_t>(std::min<uint64_t>(format::kBlockRawBytes, raw_total - offset));
+    std::span<std::byte> block(raw.data(), len);
+    gather(arrays, offset, block);
+    const uint32_t crc = proto::crc32c(block);
+    const bool deflated = compressor.compress(block, packed);
+    std::span<const std::byte> stored = deflated ? std::span<const std::byte>(packed) : block;
+    store_le<uint32_t>(bh.data(), static_cast<uint32_t>(len));
+    store_le<uint32_t>(bh.data() + 4, static_cast<uint32_t>(stored.size()));
+    store_le<uint32_t>(bh.data() + 8, deflated ? format::kKindDeflate : format::kKindStored);
+    store_le<uint32_t>(bh.data() + 12, crc);
+    if (!file.write_all(bh) || !file.write_all(stored)) return fail("cannot write");
+    crcs.resize(crcs.size() + 4);
+    store_le<uint32_t>(crcs.data() + crcs.size() - 4, crc);
+  }
+  std::array<std::byte, format::kTrailerBytes> trailer{};
+  std::memcpy(trailer.data(), format::kTrailerMagic.data(), format::kTrailerMagic.size());
+  store_le<uint32_t>(trailer.data() + 8, static_cast<uint32_t>(blocks));
+  store_le<uint32_t>(trailer.data() + 12, proto::crc32c(crcs));
+  if (!file.write_all(trailer)) return fail("cannot write");
+  if (!file.sync_and_close()) return fail("cannot fsync");
+  if (::rename(temp_path.c_str(), final_path.c_str()) != 0) return fail("cannot rename");
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    const bool synced = ::fsync(dfd) == 0;
+    ::close(dfd);
+    if (!synced) return unexpected(errno_text("checkpoint: cannot fsync the directory " + dir.string()));
+  }
+  return final_path;
+}
+
+}  // namespace phub::persist

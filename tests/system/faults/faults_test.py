@@ -1,0 +1,375 @@
+#!/usr/bin/python3
+"""The fault matrix (issue 17, first part): faults injected into a real phub-server (af_packet, one lcore) and
+real phub-demo-worker ranks in network namespaces (tests/system/client/phubnet.py), every result element
+verified by the workers. Phases, one server for the first four, restarted in the fifth:
+  loss-0.1% / loss-1% / loss-5%  nftables `numgen random mod 1000 < N drop` on both directions of both
+                                 worker namespaces of job "loss"; the rounds complete, nothing wrong
+  worker-kill    rank 1 of job "victim" SIGKILLed mid-run and started again at once: it waits (its rank is
+                 held by the dead process), the surviving rank 0 fails with the clear error round_stalled at
+                 its deadline, the test starts rank 0 again, which restarts the job in a new epoch; the
+                 waiting rank 1 joins it and the run completes. Job "steady" runs beside it untouched.
+  straggler      rank 1 of job "lag" SIGSTOPped for 3 x round_stall_ms, then SIGCONT: the rounds complete
+                 afterwards (rank 0 waits within its deadline); job "steady" untouched
+  link-flap      the bridge side of rank 1's veth set down for 1 s, then up: the ranks retransmit and finish
+  server-restart phub-server stopped (SIGINT) under traffic and started again with the same config: the
+                 running ranks end with a clear error (no hang, no wrong result); a new run completes
+Recovery: from the fault's end to the next completed round, from the job's rounds_completed counter
+(`phub-ctl stats --json`, control.metrics_interval_ms 50, sampled every ~50 ms). Leaks: the server exposes no
+mempool occupancy, so the test reports its RSS and rx_nombuf/no_mbuf counts before and after each phase.
+Usage: faults_test.py --build BUILD_DIR   (root; removes namespaces, processes, nft tables, also on failure)
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "live"))
+sys.path.insert(0, os.path.join(HERE, "..", "client"))
+import livenet  # noqa: E402
+from livenet import Checks, phubnet  # noqa: E402
+from restart_test import worker_pids  # noqa: E402
+
+KEYS = [30000, 4097, 1]
+STALL_MS = 500
+METRICS_MS = 50
+JOBS = [phubnet.job(1, "loss", 2, KEYS, 44100), phubnet.job(2, "victim", 2, KEYS, 44200),
+        phubnet.job(3, "steady", 2, KEYS, 44300), phubnet.job(4, "lag", 2, KEYS, 44400),
+        phubnet.job(5, "flap", 2, KEYS, 44500), phubnet.job(6, "again", 2, KEYS, 44600)]
+SETTINGS = dict(control=dict(metrics_interval_ms=METRICS_MS))
+NFT_TABLE = "phubfault"
+
+
+def start(net, name, namespaces, args, timeout_s=40, ranks=None):
+    """phub-demo-worker rank r in worker namespace namespaces[i], not waited for."""
+    procs = []
+    for i, ns in enumerate(namespaces):
+        rank = i if ranks is None else ranks[i]
+        argv = ["timeout", str(timeout_s), net.exe("tools/phub-demo/phub-demo-worker"), "--config", net.config_path,
+                "--job", name, "--rank", str(rank), "--server", phubnet.SERVER_IP] + list(args)
+        procs.append(net.popen(ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    return procs
+
+
+def finish(procs, timeout_s=60):
+    return livenet.finish_workers(procs, timeout_s)
+
+
+def rounds_of(results):
+    return max((int(s.get("rounds", 0)) for _, s, _ in results), default=0)
+
+
+def wrong_of(results):
+    return sum(int(s.get("mismatches", 0)) for _, s, _ in results)
+
+
+def errors_of(results):
+    return [(s.get("status"), err[-160:]) for rc, s, err in results if rc != 0 or s.get("status") != "OK"]
+
+
+class Sampler:
+    """phub-ctl stats --json every ~METRICS_MS in a thread: [(when the server took the sample, {job:
+    rounds_completed})]. The server's own sample time, not ours: a sample may be up to METRICS_MS old."""
+
+    def __init__(self, net):
+        self.ctl = livenet.Ctl(net)
+        self.samples = []
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop_flag.is_set():
+            try:
+                rc, out, _ = self.ctl("stats", "--json", timeout_s=8)
+                if rc == 0:
+                    s = json.loads(out)
+                    self.samples.append((s["taken_unix_ms"] / 1000, {j["name"]: (j["rounds_completed"], j["epoch"])
+                                                                          for j in s["jobs"]}))
+            except Exception:  # the server may be down (server-restart phase)
+                pass
+            self.stop_flag.wait(METRICS_MS / 1000)
+
+    def stop(self):
+        self.stop_flag.set()
+        self.thread.join(timeout=15)
+
+    def recovery(self, job, t_end, new_epoch=False, new_server=False):
+        """Seconds from t_end to the first sample showing a round of `job` completed after t_end; with new_epoch,
+        a round of an epoch started after t_end (the rounds of the old epoch that were still completing when a
+        worker was killed do not count); with new_server, a round counted by a server started at t_end (its
+        counters start at 0)."""
+        base, epoch0 = (0, None) if new_server else (None, None)
+        for t, jobs in self.samples:
+            rounds, epoch = jobs.get(job, (0, 0))
+            if new_server:
+                if t > t_end and rounds > 0:
+                    return t - t_end
+                continue
+            if t <= t_end or base is None:
+                base, epoch0 = rounds, epoch
+                continue
+            if new_epoch and epoch == epoch0:
+                base = rounds
+                continue
+            if rounds != base:  # a server restart sets the counter back: any change is progress
+                return t - t_end
+        return None
+
+
+def server_pid(net):
+    for pid in (phubnet.sh("ip", "netns", "pids", net.ns_server(), check=False, capture=True) or "").split():
+        try:
+            if open("/proc/%s/comm" % pid).read().strip() == "phub-server":
+                return int(pid)
+        except OSError:
+            pass
+    return None
+
+
+def server_memory(net):
+    """(RSS in KiB, rx_nombuf + no_mbuf drops) of the running server."""
+    pid = server_pid(net)
+    rss = 0
+    if pid:
+        for line in open("/proc/%d/status" % pid):
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    s = livenet.Ctl(net).stats()
+    nombuf = sum(p["rx_nombuf"] for p in s["ports"]) + s["drops"].get("no_mbuf", 0)
+    return rss, nombuf
+
+
+def job_drops(net, name):
+    s = livenet.Ctl(net).stats()
+    j = livenet.job_of(s, name)
+    return {r: n for r, n in j["drops"].items() if n}
+
+
+def nft_loss(br, ports, permille):
+    """Loss on the bridge (family bridge, forward hook), both directions of the worker ports: a drop there looks
+    like a lossy link to both ends. (In a worker's own output hook a drop makes sendmmsg fail with EPERM,
+    which the client rightly takes for a local error, not a loss.)"""
+    names = ", ".join('"%s"' % p for p in ports)
+    rules = ("table bridge %s {\n chain lossy { type filter hook forward priority 0; "
+             "iifname { %s } numgen random mod 1000 < %d counter drop; "
+             "oifname { %s } numgen random mod 1000 < %d counter drop; }\n}\n" % (NFT_TABLE, names, permille, names,
+                                                                                permille))
+    r = subprocess.run(["ip", "netns", "exec", br, "nft", "-f", "-"], input=rules, text=True, capture_output=True,
+                       timeout=10)
+    if r.returncode != 0:
+        raise RuntimeError("nft: %s" % r.stderr.strip())
+
+
+def nft_dropped(br):
+    out = phubnet.sh("ip", "netns", "exec", br, "nft", "list", "table", "bridge", NFT_TABLE, capture=True, check=False)
+    words = out.split()
+    return sum(int(words[i + 1]) for i, w in enumerate(words[:-1]) if w == "packets")
+
+
+def nft_clear(br):
+    phubnet.sh("ip", "netns", "exec", br, "nft", "delete", "table", "bridge", NFT_TABLE, check=False)
+
+
+class Matrix:
+    def __init__(self, check):
+        self.check = check
+        self.lines = []
+
+    def line(self, fault, rounds, wrong, errors, recovery, note=""):
+        rec = "-" if recovery is None else "%.2f s" % recovery
+        text = "FAULT %-16s rounds %5d  wrong %d  errors %d  recovery %s%s" % (fault, rounds, wrong, errors, rec,
+                                                                            ("  (%s)" % note) if note else "")
+        self.lines.append(text)
+        print(text, flush=True)
+
+
+def leak_check(check, net, phase, before):
+    after = server_memory(net)
+    # RSS may grow while the mempool's pages are touched for the first time; a leak would keep growing
+    # phase after phase and show up as rx_nombuf / no_mbuf drops.
+    check("%s: no mbuf exhaustion (rx_nombuf+no_mbuf %d -> %d), server RSS %d -> %d KiB" % (
+        phase, before[1], after[1], before[0], after[0]), after[1] == before[1])
+    return after
+
+
+def phase_loss(check, mx, net, sampler):
+    for pm, label in ((1, "0.1%"), (10, "1%"), (50, "5%")):
+        before = server_memory(net)
+        br = net.prefix + "-br"
+        try:
+            nft_loss(br, ["w0", "w1"], pm)
+            res = finish(start(net, "loss", [0, 1], ["--seconds", "2.5", "--timeout-ms", "20000"]))
+            dropped = nft_dropped(br)
+        finally:
+            nft_clear(br)
+        ok, detail = livenet.workers_ok(res)
+        check("loss-%s: both ranks complete, every element verified, %d packets dropped by nft" % (label, dropped),
+              ok and dropped > 0, detail)
+        retx = sum(int(s.get("retransmits", 0)) + int(s.get("fast_retransmits", 0)) for _, s, _ in res)
+        mx.line("loss-" + label, rounds_of(res), wrong_of(res), len(errors_of(res)), None,
+                "%d packets dropped, %d resends" % (dropped, retx))
+        leak_check(check, net, "loss-" + label, before)
+
+
+def beside_steady(check, net, steady_s, name, args, phase):
+    """Job `steady` (namespaces 2, 3) and job `name` (namespaces 0, 1) started; after 1 s of rounds, the pids of
+    `name`'s phub-demo-worker processes. (steady, procs, pids), or None (reported) if they were not found."""
+    steady = start(net, "steady", [2, 3], ["--seconds", str(steady_s), "--timeout-ms", "20000"])
+    procs = start(net, name, [0, 1], args)
+    time.sleep(1.0)
+    pids = worker_pids(procs)
+    if len(pids) != 2:
+        check("%s: %s ranks found" % (phase, name), False, str(pids))
+        finish(steady + procs)
+        return None
+    return steady, procs, pids
+
+
+def steady_untouched(check, net, steady, phase):
+    """Waits for job steady's ranks: they must complete with every element verified and no drop counted."""
+    st = finish(steady)
+    ok, detail = livenet.workers_ok(st)
+    drops = job_drops(net, "steady")
+    check("%s: job steady beside it completes, no drops against it" % phase, ok and not drops,
+          detail + " drops %s" % drops)
+    return st
+
+
+def phase_kill(check, mx, net, sampler):
+    before = server_memory(net)
+    started = beside_steady(check, net, 9, "victim", ["--rounds", "1000000", "--timeout-ms", "2000"], "worker-kill")
+    if started is None:
+        return
+    steady, old, pids = started
+    os.kill(pids[1], signal.SIGKILL)
+    old[1].wait(timeout=10)
+    # The killed rank is started again at once; it waits, its rank held by the dead process's incarnation.
+    t_restart = time.time()
+    new1 = start(net, "victim", [1], ["--rounds", "200", "--timeout-ms", "15000"], ranks=[1])
+    (rc0, s0, err0), = finish([old[0]], 30)  # the survivor: round_stalled at its 2 s deadline
+    old_rounds = int(s0.get("rounds", 0))
+    check("worker-kill: the surviving rank 0 ends with the clear error round_stalled naming rank 1 (%s)" % err0[-120:],
+          rc0 != 0 and s0.get("status") == "round_stalled" and int(s0.get("mismatches", 1)) == 0,
+          "exit %d status %s" % (rc0, s0.get("status")))
+    new0 = start(net, "victim", [0], ["--rounds", "200", "--timeout-ms", "15000"], ranks=[0])  # a new epoch
+    res = finish(new0 + new1)
+    ok, detail = livenet.workers_ok(res)
+    check("worker-kill: the restarted run (new epoch, the killed rank rejoined) verifies 200 rounds", ok, detail)
+    st = steady_untouched(check, net, steady, "worker-kill")
+    rec = sampler.recovery("victim", t_restart, new_epoch=True)
+    mx.line("worker-kill", old_rounds + rounds_of(res), wrong_of(res) + wrong_of(st) + int(s0.get("mismatches", 0)),
+            len(errors_of(res)) + len(errors_of(st)) + (1 if rc0 else 0), rec,
+            "errors: the survivor's round_stalled; recovery from the restart of the killed rank, bounded by "
+            "the survivor's 2 s deadline; steady %d rounds" % rounds_of(st))
+    leak_check(check, net, "worker-kill", before)
+
+
+def phase_straggler(check, mx, net, sampler):
+    before = server_memory(net)
+    started = beside_steady(check, net, 5, "lag", ["--seconds", "4", "--timeout-ms", "15000"], "straggler")
+    if started is None:
+        return
+    steady, lag, pids = started
+    os.kill(pids[1], signal.SIGSTOP)
+    time.sleep(3 * STALL_MS / 1000)
+    t_cont = time.time()
+    os.kill(pids[1], signal.SIGCONT)
+    res = finish(lag)
+    ok, detail = livenet.workers_ok(res)
+    stalls = livenet.job_of(livenet.Ctl(net).stats(), "lag")["stalls_reported"]
+    check("straggler: rank 1 stopped %.1f s (> round_stall_ms %d ms, %d stalls reported), the rounds complete "
+          "afterwards" % (3 * STALL_MS / 1000, STALL_MS, stalls), ok and stalls > 0, detail)
+    st = steady_untouched(check, net, steady, "straggler")
+    mx.line("straggler", rounds_of(res), wrong_of(res) + wrong_of(st), len(errors_of(res)) + len(errors_of(st)),
+            sampler.recovery("lag", t_cont), "SIGSTOP %.1f s; steady %d rounds" % (3 * STALL_MS / 1000, rounds_of(st)))
+    leak_check(check, net, "straggler", before)
+
+
+def phase_flap(check, mx, net, sampler):
+    before = server_memory(net)
+    br = net.prefix + "-br"
+    procs = start(net, "flap", [0, 1], ["--seconds", "4", "--timeout-ms", "15000"])
+    time.sleep(1.0)
+    try:
+        phubnet.sh("ip", "-n", br, "link", "set", "w1", "down")
+        time.sleep(1.0)
+    finally:
+        phubnet.sh("ip", "-n", br, "link", "set", "w1", "up")
+    t_up = time.time()
+    res = finish(procs)
+    ok, detail = livenet.workers_ok(res)
+    retx = sum(int(s.get("retransmits", 0)) + int(s.get("rerequests", 0)) for _, s, _ in res)
+    check("link-flap: rank 1's link down 1 s: both ranks finish, every element verified (%d resends)" % retx, ok,
+          detail)
+    mx.line("link-flap", rounds_of(res), wrong_of(res), len(errors_of(res)), sampler.recovery("flap", t_up),
+            "%d retransmits+rerequests" % retx)
+    leak_check(check, net, "link-flap", before)
+
+
+CLEAR = ("epoch", "unreachable", "timeout", "round_stalled", "round_mismatch")
+
+
+def phase_server_restart(check, mx, net, sampler):
+    procs = start(net, "again", [0, 1], ["--rounds", "1000000", "--timeout-ms", "3000"])
+    time.sleep(1.5)
+    t0 = time.time()
+    net.stop_server()
+    net.start_server(JOBS, round_stall_ms=STALL_MS, settings=SETTINGS, timeout_s=200)
+    t_ready = time.time()
+    res = finish(procs, 40)
+    took = time.time() - t0
+    statuses = [s.get("status") for _, s, _ in res]
+    check("server-restart: the running ranks end with a clear error %s within %.1f s (down %.1f s), none wrong" % (
+        statuses, took, t_ready - t0), all(rc != 0 and s.get("status") in CLEAR for rc, s, _ in res) and
+          wrong_of(res) == 0, "; ".join(e[-200:] for _, _, e in res))
+    for r, (_, s, err) in enumerate(res):
+        print("    rank %d after the restart: %s" % (r, err[-220:]), flush=True)
+    new = finish(start(net, "again", [0, 1], ["--rounds", "200", "--timeout-ms", "15000"]))
+    ok, detail = livenet.workers_ok(new)
+    check("server-restart: a new run on the restarted server verifies 200 rounds", ok, detail)
+    mx.line("server-restart", rounds_of(res) + rounds_of(new), wrong_of(res) + wrong_of(new),
+            len(errors_of(res)) + len(errors_of(new)), sampler.recovery("again", t_ready, new_server=True),
+            "errors: the old run's %s; recovery from the server's ready to the first round of a new run started "
+            "after the old one failed" %
+            "/".join(statuses))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    a = ap.parse_args()
+    livenet.unwind_on_sigterm()
+    check = Checks()
+    if os.geteuid() != 0:
+        print("faults test: needs root (namespaces, af_packet, nftables)")
+        return 1
+    t0 = time.time()
+    mx = Matrix(check)
+    with phubnet.Net(4, build_dir=a.build, memory_mb=256, lcores=1) as net:
+        net.start_server(JOBS, round_stall_ms=STALL_MS, settings=SETTINGS, timeout_s=200)
+        sampler = Sampler(net)
+        try:
+            for phase in (phase_loss, phase_kill, phase_straggler, phase_flap, phase_server_restart):
+                t = time.time()
+                try:
+                    phase(check, mx, net, sampler)
+                except Exception as e:  # a phase that breaks is a failure; the others still run
+                    check("%s ran" % phase.__name__, False, repr(e))
+                print("  (%s: %.1f s)" % (phase.__name__, time.time() - t), flush=True)
+        finally:
+            sampler.stop()
+            if check.failed:
+                print(open(net.server_log).read()[-2000:])
+            net.stop_server()
+    print("\n".join(mx.lines))
+    print("  (total %.1f s)" % (time.time() - t0), flush=True)
+    return check.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+// lib/persist: checkpoints round-trip bit for bit; torn, corrupt, foreign and unrenamed files are skipped
+// with a reason, and the restore falls back to the newest file that is whole.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "phub/persist/checkpoint.hpp"
+
+namespace phub::persist {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "phub-ckpt-XXXXXX").string();
+    path_ = ::mkdtemp(t.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+CheckpointId job_id() { return CheckpointId{"resnet-ps", 7, 1, 0x1234abcd5678ef00ull}; }
+
+// Weights and Adam moments: random floats (incompressible) or a pattern igzip shrinks.
+std::vector<std::vector<float>> state(uint64_t elems, uint32_t seed, bool compressible) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<std::vector<float>> a(3, std::vector<float>(elems));
+  for (size_t k = 0; k < a.size(); ++k) {
+    for (uint64_t i = 0; i < elems; ++i) a[k][i] = compressible ? static_cast<float>((i % 7) * (k + 1)) : n(rng);
+  }
+  return a;
+}
+
+fs::path write(const fs::path& dir, uint32_t round, const std::vector<std::vector<float>>& a,
+               const CheckpointId& id = job_id()) {
+  CheckpointMeta m{id, round, 3, a[0].size()};
+  std::vector<std::span<const float>> spans(a.begin(), a.end());
+  auto p = write_checkpoint(dir, m, spans);
+  EXPECT_TRUE(p.has_value()) << p.error();
+  return p.has_value() ? *p : fs::path();
+}
+
+bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].size() != b[k].size() || std::memcmp(a[k].data(), b[k].data(), a[k].size() * 4) != 0) return false;
+  }
+  return true;
+}
+
+std::vector<char> bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void put(const fs::path& p, const std::vector<char>& b) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+TEST(Checkpoint, RoundTripsBitForBit) {
+  TempDir d;
+  // 700001 elements x 3 arrays: 8.4 MB in 9 blocks, the last one partial, arrays crossing blocks.
+  for (bool compressible : {false, true}) {
+    auto a = state(700001, 11, compressible);
+    auto p = write(d.path(), 42, a);
+    EXPECT_EQ(p.filename(), "resnet-ps.s1.r0000000042.phubckpt");
+    auto cp = read_checkpoint(p);
+    ASSERT_TRUE(cp.has_value()) << cp.error();
+    EXPECT_EQ(cp->meta.id, job_id());
+    EXPECT_EQ(cp->meta.round, 42u);
+    EXPECT_EQ(cp->meta.epoch, 3u);
+    EXPECT_TRUE(same_bits(cp->arrays, a));
+    const auto raw = 700001ull * 4 * 3;
+    if (compressible) EXPECT_LT(fs::file_size(p), raw / 10) << "igzip should shrink a repeating pattern";
+    else EXPECT_LT(fs::file_size(p), raw + raw / 100) << "stored blocks add only their headers";
+  }
+  EXPECT_FALSE(fs::exists(d.path() / "resnet-ps.s1.r0000000042.phubckpt.tmp"));
+}
+
+TEST(Checkpoint, NewestValidIsRestored) {
+  TempDir d;
+  write(d.path(), 10, state(5000, 1, false));
+  auto newest = state(5000, 2, false);
+  write(d.path(), 20, newest);
+  write(d.path(), 9, state(5000, 3, false), CheckpointId{"other", 8, 0, 1});
+  auto r = restore_newest(d.path(), job_id());
+  ASSERT_TRUE(r.checkpoint.has_value());
+  EXPECT_EQ(r.checkpoint->meta.round, 20u);
+  EXPECT_TRUE(same_bits(r.checkpoint->arrays, newest));
+  EXPECT_TRUE(r.skipped.empty());
+}
+
+// Each kind of damage to the newest file: it is skipped with one line naming it and why, and the restore
+// falls back to the round before, whole.
+TEST(Checkpoint, TornOrCorruptFilesAreSkippedWithAReason) {
+  struct Damage {
+    const char* what;
+    std::function<void(std::vector<char>&)> apply;
+    const char* reason;
+  };
+  const std::vector<Damage> damages = {
+      {"truncated in a block", [](std::vector<char>& b) { b.resize(b.size() / 2); }, "torn"},
+      {"truncated in the header", [](std::vector<char>& b) { b.resize(30); }, "shorter than a header"},
+      {"trailer cut", [](std::vector<char>& b) { b.resize(b.size() - 3); }, "trailer"},
+      {"empty", [](std::vector<char>& b) { b.clear(); }, "empty"},
+      {"flipped byte in the payload", [](std::vector<char>& b) { b[b.size() / 2] ^= 0x10; }, "block"},
+      {"flipped byte in the header", [](std::vector<char>& b) { b[33] ^= 0x01; }, "header CRC32C mismatch"},
+      {"flipped byte in the magic", [](std::vector<char>& b) { b[0] ^= 0x01; }, "magic"},
+      {"junk appended", [](std::vector<char>& b) { b.push_back('x'); }, "runs on"},
+  };
+  for (const auto& dmg : damages) {
+    SCOPED_TRACE(dmg.what);
+    TempDir d;
+    auto older = state(300000, 5, false);
+    write(d.path(), 100, older);
+    auto p = write(d.path(), 200, state(300000, 6, false));
+    auto b = bytes_of(p);
+    dmg.apply(b);
+    put(p, b);
+    auto r = restore_newest(d.path(), job_id());
+    ASSERT_TRUE(r.checkpoint.has_value());
+    EXPECT_EQ(r.checkpoint->meta.round, 100u);
+    EXPECT_TRUE(same_bits(r.checkpoint->arrays, older));
+    ASSERT_EQ(r.skipped.size(), 1u);
+    EXPECT_EQ(r.skipped[0].rfind("resnet-ps.s1.r0000000200.phubckpt: ", 0), 0u) << r.skipped[0];
+    EXPECT_NE(r.skipped[0].find(dmg.reason), std::string::npos) << r.skipped[0];
+  }
+}
+
+TEST(Checkpoint, AMissingRenameIsSkipped) {
+  TempDir d;
+  auto older = state(4000, 8, true);
+  write(d.path(), 5, older);
+  auto p = write(d.path(), 6, state(4000, 9, true));
+  fs::rename(p, fs::path(p.string() + ".tmp"));  // as if the server died between fsync and rename
+  auto r = restore_newest(d.path(), job_id());
+  ASSERT_TRUE(r.checkpoint.has_value());
+  EXPECT_EQ(r.checkpoint->meta.round, 5u);
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_NE(r.skipped[0].find("never reached its rename"), std::string::npos) << r.skipped[0];
+}
+
+TEST(Checkpoint, AnotherConfigsCheckpointIsNotRestored) {
+  TempDir d;
+  auto id = job_id();
+  write(d.path(), 3, state(1000, 1, false), id);
+  id.config_fingerprint ^= 1;  // the job's keys or optimizer changed since
+  auto r = restore_newest(d.path(), id);
+  EXPECT_FALSE(r.checkpoint.has_value());
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_NE(r.skipped[0].find("fingerprint"), std::string::npos) << r.skipped[0];
+}
+
+TEST(Checkpoint, NothingToRestoreInAnEmptyOrMissingDirectory) {
+  TempDir d;
+  EXPECT_FALSE(restore_newest(d.path(), job_id()).checkpoint.has_value());
+  EXPECT_FALSE(restore_newest(d.path() / "absent", job_id()).checkpoint.has_value());
+}
+
+TEST(Checkpoint, PruneKeepsTheNewest) {
+  TempDir d;
+  for (uint32_t r : {1u, 2u, 3u, 4u}) write(d.path(), r, state(100, r, true));
+  put(d.path() / "resnet-ps.s1.r0000000009.phubckpt.tmp", {'x'});
+  EXPECT_EQ(prune_checkpoints(d.path(), job_id(), 2), 3u);  // rounds 1 and 2, and the temporary file
+  auto r = restore_newest(d.path(), job_id());
+  ASSERT_TRUE(r.checkpoint.has_value());
+  EXPECT_EQ(r.checkpoint->meta.round, 4u);
+  EXPECT_TRUE(fs::exists(d.path() / "resnet-ps.s1.r0000000003.phubckpt"));
+  EXPECT_FALSE(fs::exists(d.path() / "resnet-ps.s1.r0000000002.phubckpt"));
+}
+
+TEST(Checkpoint, BadArgumentsAreRefused) {
+  TempDir d;
+  std::vector<float> a(10), b(11);
+  std::vector<std::span<const float>> spans{a, b};
+  CheckpointMeta m{job_id(), 1, 0, 10};
+  auto e = write_checkpoint(d.path(), m, spans);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().find("11 elements"), std::string::npos) << e.error();
+  m.id.job = "../escape";
+  std::vector<std::span<const float>> one{a};
+  e = write_checkpoint(d.path(), m, one);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().find("[A-Za-z0-9_.-]"), std::string::npos) << e.error();
+  m.id.job = "ok";
+  e = write_checkpoint(d.path() / "absent", m, one);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().find("cannot create"), std::string::npos) << e.error();
+}
+
+// Every single-byte corruption of a small file is either refused or (never) accepted with other values:
+// a CRC32C per block and over the header catches each one.
+TEST(Checkpoint, EverySingleByteFlipIsCaught) {
+  TempDir d;
+  auto p = write(d.path(), 1, state(2000, 4, false));
+  const auto good = bytes_of(p);
+  for (size_t i = 0; i < good.size(); i += 7) {
+    auto b = good;
+    b[i] ^= 0x20;
+    auto cp = parse_checkpoint(std::span(reinterpret_cast<const std::byte*>(b.data()), b.size()));
+    EXPECT_FALSE(cp.has_value()) << "a flip at byte " << i << " was accepted";
+  }
+}
+
+}  // namespace
+}  // namespace phub::persist
