@@ -62,7 +62,10 @@ ip -n "$ns" link set lo up
 ip -n "$ns" addr add 198.18.0.2/24 dev "$peer"
 ip -n "$ns" link set "$peer" up
 # The server reads the veth with af_packet, which cannot take UDP GSO super-packets: the kernel segments them.
+# With TX checksum offload a veth passes an unfinished UDP checksum, which the server's software check
+# (ports[].udp_checksum = "verify") refuses: the kernel completes it instead.
 ip netns exec "$ns" ethtool -K "$peer" tx-udp-segmentation off >/dev/null 2>&1 || true
+ip netns exec "$ns" ethtool -K "$peer" tx off >/dev/null 2>&1 || true
 
 echo "run: starting $server_exe (embedded default config)"
 timeout $((seconds + 90)) "$server_exe" --duration $((seconds + 60)) >"$logs/server.log" 2>&1 &

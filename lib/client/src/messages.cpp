@@ -50,7 +50,9 @@ Error Client::timeout_error(const Op& op) const {
     std::string hint = "the server is down or unreachable, or it drops this client's packets silently: ";
     hint += authenticated_ ? "a secret that differs from the job's (counted as drops: bad_tag), "
                            : "the job has a secret and the client none (drops: bad_tag), ";
-    hint += "a job id or rank outside the job, or a source address the job does not allow";
+    hint += "a job id or rank outside the job, a source address the job does not allow, or a UDP checksum the "
+            "server found wrong (drops: udp_checksum_bad; a veth with TX checksum offload sends it unfinished: "
+            "ethtool -K IF tx off)";
     return Error{PHUB_ERR_UNREACHABLE, "no answer from " + servers + " ports " + ports + " within " + ms + " (job " +
                                            std::to_string(opt_.job_id) + ", rank " + std::to_string(opt_.rank) +
                                            "): " + hint};

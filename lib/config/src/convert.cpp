@@ -14,6 +14,8 @@ namespace {
 
 constexpr std::pair<std::string_view, Steering> kSteering[] = {
     {"auto", Steering::automatic}, {"flow", Steering::flow}, {"ring", Steering::ring}};
+constexpr std::pair<std::string_view, UdpChecksum> kUdpChecksum[] = {{"verify", UdpChecksum::verify},
+                                                                     {"trust", UdpChecksum::trust}};
 
 constexpr size_t kMaxSocketPathBytes = 107;  // sockaddr_un::sun_path, less the terminating NUL
 constexpr int64_t kMaxMs = 3'600'000;        // one hour
@@ -99,6 +101,7 @@ Port convert_port(const Value& v, const std::string& path, Errors& errors) {
   r.integer("tx_desc", p.tx_desc, 32, 32768);
   r.choice<Steering>("steering", p.steering, kSteering);
   r.boolean("tx_copy", p.tx_copy);
+  r.choice<UdpChecksum>("udp_checksum", p.udp_checksum, kUdpChecksum);
   return p;
 }
 
@@ -139,6 +142,8 @@ void convert_limits(Record& r, Limits& l) {
   r.size("memory_bytes", l.memory_bytes, 1ull << 20, kMaxSizeBytes);
   r.integer("max_jobs", l.max_jobs, 1, 65535);
   r.integer("mbufs", l.mbufs, 255, (1 << 24) - 1);
+  r.integer("arp_icmp_per_s", l.arp_icmp_per_s, 0, 1'000'000);
+  r.integer("arp_icmp_burst", l.arp_icmp_burst, 1, 1'000'000);
   uint32_t ring = l.ring_entries;
   r.integer("ring_entries", ring, 64, 65536);
   if (is_power_of_two(ring)) {

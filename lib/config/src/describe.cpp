@@ -40,7 +40,8 @@ std::string describe(const Config& c) {
                                    : std::to_string(c.racks.size()) + " racks (this is " + c.rack + ")");
   for (const Port& p : c.ports) {
     s += "\n  port " + p.name + ": " + p.device + " " + format_ipv4_prefix(p.ipv4) + " mtu " + std::to_string(p.mtu) +
-         " steering " + std::string(steering_name(p.steering));
+         " steering " + std::string(steering_name(p.steering)) +
+         (p.udp_checksum == UdpChecksum::trust ? " udp_checksum trust" : "");
   }
   s += "\n  lcores:";
   for (const Lcore& l : c.lcores) s.append(" ").append(std::to_string(l.id)).append("[" + join_names(l.ports, "all") + "]");

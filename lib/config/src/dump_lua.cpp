@@ -94,6 +94,7 @@ void dump_port(Writer& w, const Port& p) {
   w.field("tx_desc", p.tx_desc);
   w.text("steering", steering_name(p.steering));
   w.field("tx_copy", std::string(p.tx_copy ? "true" : "false"));
+  w.text("udp_checksum", udp_checksum_name(p.udp_checksum));
   w.close();
 }
 
@@ -187,7 +188,9 @@ std::string dump_lua(const Config& c) {
   w.integers("limits", {{"memory_bytes", c.limits.memory_bytes},
                         {"max_jobs", c.limits.max_jobs},
                         {"mbufs", c.limits.mbufs},
-                        {"ring_entries", c.limits.ring_entries}});
+                        {"ring_entries", c.limits.ring_entries},
+                        {"arp_icmp_per_s", c.limits.arp_icmp_per_s},
+                        {"arp_icmp_burst", c.limits.arp_icmp_burst}});
   w.open("control");
   w.text("socket_path", c.control.socket_path);
   w.field("stats_interval_ms", c.control.stats_interval_ms);

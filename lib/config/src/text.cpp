@@ -68,6 +68,8 @@ std::string_view steering_name(Steering s) {
   return "?";
 }
 
+std::string_view udp_checksum_name(UdpChecksum u) { return u == UdpChecksum::trust ? "trust" : "verify"; }
+
 std::string_view mode_name(JobMode m) { return m == JobMode::ps ? "ps" : "allreduce"; }
 
 std::string_view reduce_name(Reduce r) { return r == Reduce::mean ? "mean" : "sum"; }

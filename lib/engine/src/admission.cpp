@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "admission.hpp"
+#include "phub/base/ipv4.hpp"
 #include "phub/engine/engine.hpp"
 
 namespace phub::engine {
@@ -88,6 +89,8 @@ std::vector<PortInfo> Engine::port_infos(const config::Config& cfg) const {
     pi.name = cfg.ports[i].name;
     pi.port_id = port.id();
     pi.ipv4 = cfg.ports[i].ipv4.addr;
+    if (cfg.ports[i].ipv4.prefix_len <= 30) pi.ipv4_broadcast = pi.ipv4 | ~ipv4_netmask(cfg.ports[i].ipv4.prefix_len);
+    pi.verify_udp_checksum = cfg.ports[i].udp_checksum == config::UdpChecksum::verify;
     pi.mac = port.mac();
     pi.mtu = cfg.ports[i].mtu;
     pi.zero_copy_tx = port.tx_multi_seg() && !cfg.ports[i].tx_copy;

@@ -38,7 +38,7 @@ class Refusals {
 void diff_server(const config::Config& a, const config::Config& b, ConfigDiff& d) {
   Refusals r(d.refused);
   r.check("eal_args", a.eal_args, b.eal_args, "the EAL arguments");
-  r.check("ports", a.ports, b.ports, "ports (devices, addresses, MTU, queues, steering)");
+  r.check("ports", a.ports, b.ports, "ports (devices, addresses, MTU, queues, steering, udp_checksum)");
   r.check("lcores", a.lcores, b.lcores, "lcores");
   r.check("polling", a.polling, b.polling, "the polling back-off");
   r.check("racks", a.racks, b.racks, "the racks");
@@ -47,7 +47,8 @@ void diff_server(const config::Config& a, const config::Config& b, ConfigDiff& d
   r.check("limits.ring_entries", a.limits.ring_entries, b.limits.ring_entries, "the hand-off rings");
   r.check("control.socket_path", a.control.socket_path, b.control.socket_path, "the control socket");
   d.settings_changed = !(a.timeouts == b.timeouts) || a.limits.memory_bytes != b.limits.memory_bytes ||
-                       a.limits.max_jobs != b.limits.max_jobs ||
+                       a.limits.max_jobs != b.limits.max_jobs || a.limits.arp_icmp_per_s != b.limits.arp_icmp_per_s ||
+                       a.limits.arp_icmp_burst != b.limits.arp_icmp_burst ||
                        a.control.stats_interval_ms != b.control.stats_interval_ms;
 }
 

@@ -2,6 +2,7 @@
 // landed on the wrong queue, and run the phub opcodes on the chunks this lcore owns.
 #include <rte_cycles.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "phub/base/ipv4.hpp"
@@ -80,11 +81,18 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
   const bool ip_good = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
   if (auto e = proto::parse_ipv4_into(rx.frame, rx.l2, !ip_good, rx.ip)) return malformed(*e);
   if (rx.ip.dst != pi.ipv4) return drop(Drop::not_for_us);
-  if (rx.ip.protocol == proto::kIpProtoIcmp) return handle_icmp(m, rx);
+  if (rx.ip.protocol == proto::kIpProtoIcmp) return handle_icmp(m, rx, s);
   if (rx.ip.protocol != proto::kIpProtoUdp) return drop(Drop::ip_other_protocol);
 
   if (auto e = proto::parse_udp_into(rx.frame, rx.ip, rx.udp)) return malformed(*e);
-  if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD) return drop(Drop::udp_checksum_bad);
+  // The PMD's verdict when it has one (GOOD, BAD, or NONE: the data is known intact). UNKNOWN (af_packet,
+  // memif, ring, tap...): checked here, over the frame, which is one segment since the linearise above.
+  // A 0 field is no checksum (IPv4) and accepted.
+  const uint64_t l4 = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+  if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
+      (l4 == RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN && pi.verify_udp_checksum && !proto::udp_checksum_ok(rx.frame, rx.ip))) {
+    return drop(Drop::udp_checksum_bad);
+  }
   const uint16_t job = s.port_to_job[rx.udp.dst_port];
   if (job == 0) return drop(Drop::unknown_port);
   const uint16_t owner = static_cast<uint16_t>(rx.udp.dst_port - s.jobs[job - 1]->cfg.port_base);
@@ -98,6 +106,32 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
   handle_phub(m, rx, s, static_cast<uint16_t>(job - 1));
 }
 
+bool Lcore::may_answer(uint16_t port, const MacAddr& src_mac, uint32_t src_ip, const Snapshot& s) noexcept {
+  const PortInfo& pi = s.ports[port];
+  if ((src_mac[0] & 0x01) != 0 || src_ip == 0 || (src_ip >> 28) == 0xe || src_ip == 0xffffffffu ||
+      (pi.ipv4_broadcast != 0 && src_ip == pi.ipv4_broadcast)) {
+    count_drop(Drop::reply_source_refused);
+    return false;
+  }
+  const config::Limits& l = s.config->limits;
+  if (l.arp_icmp_per_s == 0) return true;
+  AnswerBucket& b = answers_[port];
+  const double burst = l.arp_icmp_burst;
+  if (b.last_tsc == 0) {
+    b.tokens = burst;
+  } else if (now_tsc_ > b.last_tsc) {
+    b.tokens = std::min(burst, b.tokens + static_cast<double>(now_tsc_ - b.last_tsc) * l.arp_icmp_per_s /
+                                              static_cast<double>(s.tsc_hz));
+  }
+  b.last_tsc = now_tsc_ != 0 ? now_tsc_ : 1;
+  if (b.tokens < 1.0) {
+    count_drop(Drop::reply_rate_limited);
+    return false;
+  }
+  b.tokens -= 1.0;
+  return true;
+}
+
 void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
   auto arp = proto::parse_arp(rx.frame, rx.l2);
   if (!arp) {
@@ -106,16 +140,23 @@ void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
   }
   const PortInfo& pi = s.ports[rx.port];
   if (arp->op != proto::ArpOp::request || arp->target_ip != pi.ipv4) return;
+  // The answer goes to the sender hardware address: neither it nor the frame's source may be a group.
+  if ((arp->sender_mac[0] & 0x01) != 0) return count_drop(Drop::reply_source_refused);
+  if (!may_answer(rx.port, rx.l2.src, arp->sender_ip, s)) return;
   rte_mbuf* r = drivers::alloc_arp_reply(r_.hdr_pool, *arp, pi.mac, pi.ipv4);
   if (r == nullptr) return count_drop(Drop::no_mbuf);
   bump(counters_.arp_replies);
   tx_[rx.port].add(r, counters_);
 }
 
-void Lcore::handle_icmp(rte_mbuf* m, Rx& rx) noexcept {
+void Lcore::handle_icmp(rte_mbuf* m, Rx& rx, const Snapshot& s) noexcept {
   auto echo = proto::parse_icmp_echo_request(rx.frame, rx.ip);
   if (!echo) {
     bump(counters_.malformed[static_cast<size_t>(echo.error())]);
+    rte_pktmbuf_free(m);
+    return;
+  }
+  if (!may_answer(rx.port, rx.l2.src, rx.ip.src, s)) {
     rte_pktmbuf_free(m);
     return;
   }
@@ -307,6 +348,12 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
 
 void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const bool pull = rx.hdr.opcode == proto::Opcode::pull;
+  if (pull && !plan.math.ps) {
+    // Pull asks for a ps job's weights. An allreduce job has a result only for its ranks' own rounds (they
+    // rerequest it): answered with a header-only error, never larger than the request.
+    count_drop(lj, Drop::bad_request);
+    return send_error(rx, plan, lj, proto::Status::bad_request, 0);
+  }
   pull ? bump(lj.counters.pulls) : bump(lj.counters.rerequests);
   // elem_offset 0 with elem_count 0 asks for every segment of the chunk.
   const bool whole = rx.hdr.elem_offset == 0 && rx.hdr.elem_count == 0;

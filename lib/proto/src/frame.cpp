@@ -179,6 +179,35 @@ void write_eth_ipv4_udp(const FlowAddrs& a, size_t udp_payload_bytes, std::span<
   }
 }
 
+namespace {
+uint32_t udp_pseudo_sum(const Ipv4& ip) noexcept {
+  return (ip.src >> 16) + (ip.src & 0xffffu) + (ip.dst >> 16) + (ip.dst & 0xffffu) + kIpProtoUdp +
+         static_cast<uint32_t>(ip.l4_bytes);
+}
+}  // namespace
+
+bool udp_checksum_ok(std::span<const std::byte> frame, const Ipv4& ip) noexcept {
+  const auto udp = frame.subspan(ip.l4_offset, ip.l4_bytes);
+  if (load_be<uint16_t>(udp.data() + 6) == 0) return true;
+  // The sum over everything, the checksum field included, is 0xffff (inet_checksum returns its complement).
+  return inet_checksum(udp, udp_pseudo_sum(ip)) == 0;
+}
+
+void refresh_udp_checksum(std::span<std::byte> frame) noexcept {
+  L2 l2;
+  Ipv4 ip;
+  if (parse_l2_into(frame, l2) || l2.ether_type != kEtherTypeIpv4 || parse_ipv4_into(frame, l2, false, ip) ||
+      ip.protocol != kIpProtoUdp || ip.l4_bytes < kUdpBytes) {
+    return;
+  }
+  std::byte* udp = frame.data() + ip.l4_offset;
+  if (load_be<uint16_t>(udp + 6) == 0) return;
+  store_be<uint16_t>(udp + 6, 0);
+  uint16_t c = inet_checksum(std::span<const std::byte>(udp, ip.l4_bytes), udp_pseudo_sum(ip));
+  if (c == 0) c = 0xffff;
+  store_be<uint16_t>(udp + 6, c);
+}
+
 Expected<size_t, BuildError> build_phub_frame(const FlowAddrs& a, const Header& h, std::span<const std::byte> payload,
                                               std::span<std::byte> out) noexcept {
   constexpr size_t kL234 = kEthBytes + kIpv4Bytes + kUdpBytes;

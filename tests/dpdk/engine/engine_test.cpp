@@ -1,9 +1,11 @@
-// Engine tests on net_ring: ARP/ICMP, exact allreduce over worker counts, dtypes, lcores and modes,
+// Engine tests on net_ring: ARP/ICMP (rate limit, refused sources), the software UDP checksum, pull of an
+// allreduce job, exact allreduce over worker counts, dtypes, lcores and modes,
 // duplicates, late pushes, re-requests, round errors, stalls, ps init and steps, bad segments.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -22,8 +24,10 @@ struct Server {
   std::unique_ptr<Workers> workers;
   config::Config cfg;
 
-  Server(uint16_t lcores, std::vector<config::Job> jobs) : link(lcores) {
+  Server(uint16_t lcores, std::vector<config::Job> jobs, const std::function<void(config::Config&)>& tweak = {})
+      : link(lcores) {
     cfg = make_config(link.server_name(), lcores, std::move(jobs));
+    if (tweak) tweak(cfg);
     auto e = engine::Engine::create(cfg);
     if (!e) throw std::runtime_error(e.error());
     engine = std::move(*e);
@@ -134,6 +138,205 @@ TEST(Engine, AnswersArpAndPing) {
   s.workers->send_frame({arp.begin(), arp.end()}, 0);
   (void)s.workers->receive(1, std::chrono::milliseconds(200));
   EXPECT_EQ(s.workers->other.size(), 1u);
+}
+
+// An ICMP echo request from (src_mac, src_ip) to the server.
+std::vector<std::byte> echo_request(const MacAddr& src_mac, uint32_t src_ip, const MacAddr& server_mac, uint16_t seq) {
+  constexpr size_t kData = 32;
+  std::vector<std::byte> f(proto::kEthBytes + proto::kIpv4Bytes + 8 + kData);
+  proto::FlowAddrs a;
+  a.src_mac = src_mac;
+  a.dst_mac = server_mac;
+  a.src_ip = src_ip;
+  a.dst_ip = kServerIp;
+  proto::write_eth_ipv4_udp(a, 0, f);  // then turn the UDP header into ICMP
+  std::byte* ip = f.data() + proto::kEthBytes;
+  store_be<uint16_t>(ip + 2, static_cast<uint16_t>(proto::kIpv4Bytes + 8 + kData));
+  ip[9] = std::byte{proto::kIpProtoIcmp};
+  store_be<uint16_t>(ip + 10, 0);
+  store_be<uint16_t>(ip + 10, proto::inet_checksum(std::span<const std::byte>(ip, proto::kIpv4Bytes)));
+  std::byte* icmp = ip + proto::kIpv4Bytes;
+  std::memset(icmp, 0, 8);
+  icmp[0] = std::byte{8};
+  store_be<uint16_t>(icmp + 4, 0x1234);
+  store_be<uint16_t>(icmp + 6, seq);
+  for (size_t i = 0; i < kData; ++i) icmp[8 + i] = static_cast<std::byte>(i);
+  store_be<uint16_t>(icmp + 2, proto::inet_checksum(std::span<const std::byte>(icmp, 8 + kData)));
+  return f;
+}
+
+std::vector<std::byte> arp_request(const MacAddr& src_mac, uint32_t src_ip, uint32_t target_ip = kServerIp) {
+  std::array<std::byte, proto::kArpFrameBytes> arp{};
+  (void)proto::build_arp_request(src_mac, src_ip, target_ip, arp);
+  return {arp.begin(), arp.end()};
+}
+
+// The ARP replies and ICMP echo replies among the frames the workers' side collected.
+std::pair<size_t, size_t> count_answers(const std::vector<std::vector<std::byte>>& frames) {
+  size_t arp = 0, icmp = 0;
+  for (const auto& f : frames) {
+    auto l2 = proto::parse_l2(f);
+    if (!l2) continue;
+    if (l2->ether_type == proto::kEtherTypeArp) {
+      auto a = proto::parse_arp(f, *l2);
+      if (a && a->op == proto::ArpOp::reply) ++arp;
+    } else if (l2->ether_type == proto::kEtherTypeIpv4) {
+      auto ip = proto::parse_ipv4(f, *l2);
+      if (ip && ip->protocol == proto::kIpProtoIcmp && static_cast<uint8_t>(f[ip->l4_offset]) == 0) ++icmp;
+    }
+  }
+  return {arp, icmp};
+}
+
+// Waits until the server counted `n` ARP/ICMP requests (answered or refused), then collects what it sent.
+void settle(Server& s, uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const auto t = s.engine->totals().lcores;
+    const uint64_t seen = t.arp_replies + t.icmp_replies + t.drops[static_cast<size_t>(Drop::reply_rate_limited)] +
+                          t.drops[static_cast<size_t>(Drop::reply_source_refused)];
+    if (seen >= n || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  (void)s.workers->receive(1, std::chrono::milliseconds(200));  // the replies land in workers->other
+}
+
+// A burst far above the bucket gets the bucket's worth of answers (plus what the refill adds while the
+// lcore works through it: at 1 per second, at most one more per second the test took), the rest are counted.
+TEST(Engine, ArpAndPingAnswersAreRateLimitedPerPort) {
+  constexpr uint32_t kBurst = 5;
+  constexpr size_t kSent = 60;
+  auto tweak = [](config::Config& c) {
+    c.limits.arp_icmp_per_s = 1;
+    c.limits.arp_icmp_burst = kBurst;
+  };
+  for (const bool ping : {false, true}) {
+    Server s(1, {make_job(1, 2, {1000})}, tweak);
+    const MacAddr worker{2, 0x77, 0, 0, 0, 9};
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < kSent; ++i) {
+      s.workers->send_frame(ping ? echo_request(worker, kServerIp + 9, s.workers->server_mac(), static_cast<uint16_t>(i))
+                                 : arp_request(worker, kServerIp + 9),
+                            0);
+    }
+    settle(s, kSent);
+    const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto [arp, icmp] = count_answers(s.workers->other);
+    const size_t answered = ping ? icmp : arp;
+    EXPECT_EQ(ping ? arp : icmp, 0u);
+    EXPECT_GE(answered, kBurst) << (ping ? "ping" : "arp");
+    EXPECT_LE(answered, kBurst + static_cast<size_t>(took_s) + 1) << (ping ? "ping" : "arp") << ", " << took_s << " s";
+    EXPECT_EQ(drops(*s.engine, Drop::reply_rate_limited), kSent - answered);
+    const auto t = s.engine->totals().lcores;
+    EXPECT_EQ(ping ? t.icmp_replies : t.arp_replies, answered);
+  }
+}
+
+TEST(Engine, ArpAndPingFromGroupOrUnspecifiedSourcesAreNotAnswered) {
+  Server s(1, {make_job(1, 2, {1000})});
+  const MacAddr worker{2, 0x77, 0, 0, 0, 9};
+  const MacAddr multicast{0x01, 0x00, 0x5e, 0, 0, 5};
+  const MacAddr mac = s.workers->server_mac();
+  const std::vector<std::vector<std::byte>> refused = {
+      arp_request(multicast, kServerIp + 9),
+      arp_request(kBroadcastMac, kServerIp + 9),
+      arp_request(worker, 0),                   // an ARP probe's unspecified source
+      arp_request(worker, 0xe0000005),          // 224.0.0.5
+      arp_request(worker, 0xffffffff),          // limited broadcast
+      arp_request(worker, kServerIp | 0xff),    // the port's subnet broadcast (/24)
+      echo_request(multicast, kServerIp + 9, mac, 1),
+      echo_request(kBroadcastMac, kServerIp + 9, mac, 2),
+      echo_request(worker, 0, mac, 3),
+      echo_request(worker, 0xe0000005, mac, 4),
+      echo_request(worker, 0xffffffff, mac, 5),
+      echo_request(worker, kServerIp | 0xff, mac, 6),
+  };
+  for (const auto& f : refused) s.workers->send_frame(f, 0);
+  settle(s, refused.size());
+  EXPECT_EQ(s.workers->other.size(), 0u);
+  EXPECT_EQ(drops(*s.engine, Drop::reply_source_refused), refused.size());
+
+  // A worker's own ARP request and ping are answered (the default limits: 50 at once).
+  s.workers->send_frame(arp_request(worker, kServerIp + 9), 0);
+  s.workers->send_frame(echo_request(worker, kServerIp + 9, mac, 7), 0);
+  settle(s, refused.size() + 2);
+  const auto [arp, icmp] = count_answers(s.workers->other);
+  EXPECT_EQ(arp, 1u);
+  EXPECT_EQ(icmp, 1u);
+  EXPECT_EQ(drops(*s.engine, Drop::reply_rate_limited), 0u);
+}
+
+// A push whose payload was corrupted on the way (the UDP checksum no longer matches) is dropped before it is
+// summed; the round completes with the good retransmit. A 0 checksum (none) is accepted.
+TEST(Engine, UdpChecksumIsVerifiedWhenThePmdDidNot) {
+  Server s(1, {make_job(1, 2, {352})});
+  const auto& job = s.cfg.jobs[0];
+  const auto& l = s.layout(0);
+  auto frame_of = [&](uint16_t rank) {
+    const auto payload = encode(segment_values(l, 0, 0, 0, rank), job.dtype);
+    std::vector<std::byte> f(proto::kFrameHeadersBytes + payload.size());
+    proto::Header h = push_header(l, 0, 0, 0, rank, job.dtype);
+    h.job_id = job.id;
+    EXPECT_TRUE(proto::build_phub_frame(s.workers->addrs(rank, job.port_base), h, payload, f).has_value());
+    return f;
+  };
+  constexpr size_t kUdpChecksumAt = proto::kEthBytes + proto::kIpv4Bytes + 6;
+  auto good0 = frame_of(0);
+  ASSERT_NE(load_be<uint16_t>(good0.data() + kUdpChecksumAt), 0u);
+  auto corrupt = good0;
+  corrupt[proto::kFrameHeadersBytes + 5] ^= std::byte{0x40};  // one bit of the first element
+  s.workers->send_frame(corrupt, 0);
+  EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(200)).empty());
+  EXPECT_EQ(drops(*s.engine, Drop::udp_checksum_bad), 1u);
+  EXPECT_EQ(job_counters(*s.engine, 0).pushes, 0u);
+
+  s.workers->send_frame(good0, 0);  // the retransmit, checksum right
+  auto zero1 = frame_of(1);
+  store_be<uint16_t>(zero1.data() + kUdpChecksumAt, 0);  // no checksum
+  s.workers->send_frame(zero1, 0);
+  auto got = s.workers->receive(2);
+  expect_results(s, 0, 0, got, 1);  // the exact sum: the corrupted element was never added
+  EXPECT_EQ(job_counters(*s.engine, 0).pushes, 2u);
+  EXPECT_EQ(drops(*s.engine, Drop::udp_checksum_bad), 1u);
+}
+
+// ports[].udp_checksum = "trust": the PMD's verdict only (UNKNOWN is accepted as it comes).
+TEST(Engine, UdpChecksumTrustSkipsTheSoftwareCheck) {
+  Server s(1, {make_job(1, 1, {352})}, [](config::Config& c) { c.ports[0].udp_checksum = config::UdpChecksum::trust; });
+  const auto& job = s.cfg.jobs[0];
+  const auto& l = s.layout(0);
+  const auto payload = encode(segment_values(l, 0, 0, 0, 0), job.dtype);
+  std::vector<std::byte> f(proto::kFrameHeadersBytes + payload.size());
+  proto::Header h = push_header(l, 0, 0, 0, 0, job.dtype);
+  h.job_id = job.id;
+  ASSERT_TRUE(proto::build_phub_frame(s.workers->addrs(0, job.port_base), h, payload, f).has_value());
+  f[proto::kFrameHeadersBytes + 5] ^= std::byte{0x40};
+  s.workers->send_frame(f, 0);
+  auto got = s.workers->receive(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(drops(*s.engine, Drop::udp_checksum_bad), 0u);
+  EXPECT_NE(decode(got[0].payload, job.dtype)[1], gradient(0, 0, 0, 1));  // what came, summed unchecked
+}
+
+// pull is a ps opcode: an allreduce job answers it with a header-only bad_request, never with data.
+TEST(Engine, PullOfAnAllreduceJobIsABadRequest) {
+  Server s(1, {make_job(1, 2, {352})});
+  const auto& job = s.cfg.jobs[0];
+  push_segment(s, 0, 0, 0, 0, 0);
+  push_segment(s, 0, 0, 0, 0, 1);
+  ASSERT_EQ(s.workers->receive(2).size(), 2u);  // round 0 done: the chunk has a previous result
+  proto::Header p = push_header(s.layout(0), 0, 0, 0, 0, job.dtype);
+  p.opcode = proto::Opcode::pull;
+  p.elem_offset = 0;
+  p.elem_count = 0;
+  s.workers->send(job, 0, p, {});
+  auto got = s.workers->receive(2, std::chrono::milliseconds(300));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].hdr.opcode, proto::Opcode::error);
+  EXPECT_EQ(got[0].hdr.status, proto::Status::bad_request);
+  EXPECT_TRUE(got[0].payload.empty());
+  EXPECT_EQ(drops(*s.engine, Drop::bad_request), 1u);
+  EXPECT_EQ(job_counters(*s.engine, 0).pulls, 0u);
 }
 
 struct Shape {

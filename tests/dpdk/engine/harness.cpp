@@ -140,6 +140,8 @@ void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const
   if (!secret.empty()) {
     proto::sign_header(proto::derive_key(secret),
                        std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>());
+
+    proto::refresh_udp_checksum(frame);  // the tag changed bytes under the UDP checksum
   }
   send_frame(frame, owner % queues_);
 }

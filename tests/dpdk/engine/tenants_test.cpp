@@ -92,6 +92,7 @@ TEST(Tenants, SourcesOutsideTheAllowedPrefixAreDropped) {
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + 352 * 4);
   ASSERT_TRUE(proto::build_phub_frame(addrs, h, t.payload(1), frame).has_value());
   proto::sign_header(proto::derive_key(b.secret), std::span(frame).subspan(42).first<proto::kHeaderBytes>());
+  proto::refresh_udp_checksum(frame);  // the tag changed bytes under it
   t.w->send_frame(frame, 0);
   EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
   EXPECT_EQ(drops(*t.engine, Drop::source_not_allowed), 1u);
@@ -105,18 +106,22 @@ TEST(Tenants, MalformedFramesAreCountedAndServiceGoesOn) {
   h.job_id = a.id;
   ASSERT_TRUE(proto::build_phub_frame(t.w->addrs(0, a.port_base), h, t.payload(1), good).has_value());
   proto::sign_header(proto::derive_key(a.secret), std::span(good).subspan(42).first<proto::kHeaderBytes>());
+  proto::refresh_udp_checksum(good);
 
   auto truncated = good;
   truncated.resize(60);  // IPv4 total length now lies
   t.w->send_frame(truncated, 0);
   auto lying = good;
   store_be<uint16_t>(lying.data() + 42 + 14, 100);  // payload_bytes lies
+  proto::refresh_udp_checksum(lying);  // a sender's bug, not a corruption on the way: the checksum is right
   t.w->send_frame(lying, 0);
   auto bad_dtype = good;
   bad_dtype[42 + 6] = std::byte{9};
+  proto::refresh_udp_checksum(bad_dtype);
   t.w->send_frame(bad_dtype, 0);
   auto huge = good;
   store_be<uint16_t>(huge.data() + 42 + 28, 65535);  // elem_count far beyond the payload
+  proto::refresh_udp_checksum(huge);
   t.w->send_frame(huge, 0);
   proto::Header wrong_op = h;
   wrong_op.opcode = proto::Opcode::result;  // a server never receives results

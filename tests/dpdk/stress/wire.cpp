@@ -31,6 +31,7 @@ std::vector<std::byte> worker_frame(const RankAddress& from, MacAddr server_mac,
   if (key != nullptr) {
     proto::sign_header(*key, std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes)
                                  .first<proto::kHeaderBytes>());
+    proto::refresh_udp_checksum(frame);  // the tag changed bytes under the UDP checksum
   }
   return frame;
 }

@@ -131,7 +131,10 @@ class Net:
             sh("ip", "-n", w, "addr", "add", worker_ip(i) + "/24", "dev", "eth0")
             sh("ip", "-n", w, "link", "set", "eth0", "up")
             sh("ip", "-n", br, "link", "set", "w%d" % i, "master", "br0", "up")
+            # No UDP GSO (an af_packet server cannot take the super-packets) and no TX checksum offload: a
+            # veth hands af_packet an unfinished UDP checksum, which the server's software check refuses.
             sh("ip", "netns", "exec", w, "ethtool", "-K", "eth0", "tx-udp-segmentation", "off", check=False)
+            sh("ip", "netns", "exec", w, "ethtool", "-K", "eth0", "tx", "off", check=False)
             if self.worker_mbit:
                 self._shape(w, "eth0", self.worker_mbit)
                 self._shape(br, "w%d" % i, self.worker_mbit)

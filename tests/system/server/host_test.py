@@ -68,6 +68,8 @@ def main():
         sh(f"ip netns exec {NS} ip addr add {WORKER_IP}/24 dev {PEER_IF}")
         sh(f"ip netns exec {NS} ip link set {PEER_IF} up")
         sh(f"ip netns exec {NS} ip link set lo up")
+        # A veth with TX checksum offload hands af_packet unfinished UDP checksums: let the kernel finish them.
+        sh(f"ip netns exec {NS} ethtool -K {PEER_IF} tx off", check=False)
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
             f.write(CONFIG.format(prefix=f"phub-host-{os.getpid()}", tag=os.getpid() % 1000, iface=HOST_IF,
                                   ip=SERVER_IP))

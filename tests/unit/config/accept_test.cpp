@@ -130,7 +130,11 @@ TEST(Accept, DumpRoundTripsEveryField) {
       "cfg.jobs[2].optimizer = { kind = 'nesterov', lr = 0.1, momentum = 0.95 }\n"
       "cfg.jobs[2].workers = { '198.18.0.2', '198.18.0.3' }\n"
       "cfg.polling = { idle_polls_before_sleep = 7, idle_sleep_us = 3 }\n"
-      "cfg.control = { socket_path = '/tmp/x.sock', stats_interval_ms = 5 }"));
+      "cfg.control = { socket_path = '/tmp/x.sock', stats_interval_ms = 5 }\n"
+      "cfg.ports[1].udp_checksum = 'trust'; cfg.limits = { arp_icmp_per_s = 0, arp_icmp_burst = 7 }"));
+  EXPECT_EQ(c.ports[0].udp_checksum, UdpChecksum::trust);
+  EXPECT_EQ(c.limits.arp_icmp_per_s, 0u);
+  EXPECT_EQ(c.limits.arp_icmp_burst, 7u);
   std::string text = dump_lua(c);
   Config back = must_load(text);
   EXPECT_TRUE(back == c) << text;

@@ -66,6 +66,7 @@ const Case kCases[] = {
     {"cfg.jobs[1].reduce = 'max'", "jobs[1].reduce: \"max\" is not one of \"sum\", \"mean\""},
     {"cfg.jobs[1].dtype = 'fp64'", "jobs[1].dtype: \"fp64\" is not one of \"fp32\", \"fp16\", \"bf16\""},
     {"cfg.ports[1].steering = 'rss'", "ports[1].steering: \"rss\" is not one of \"auto\", \"flow\", \"ring\""},
+    {"cfg.ports[1].udp_checksum = 'off'", "ports[1].udp_checksum: \"off\" is not one of \"verify\", \"trust\""},
     {"cfg.jobs[2].optimizer = { kind = 'lamb' }", "jobs[2].optimizer.kind: \"lamb\" is not one of \"sgd\""},
     {"cfg.jobs[1].name = 'bad name'", "jobs[1].name: \"bad name\" is not a name"},
     // floats
@@ -106,6 +107,8 @@ const Case kCases[] = {
     {"cfg.polling = { idle_polls_before_sleep = 10 }",
      "polling: idle_polls_before_sleep and idle_sleep_us must both be 0 (busy-poll) or both be > 0"},
     {"cfg.limits = { ring_entries = 1000 }", "limits.ring_entries: 1000 is not a power of two"},
+    {"cfg.limits = { arp_icmp_burst = 0 }", "limits.arp_icmp_burst: 0 is not in 1..1000000"},
+    {"cfg.limits = { arp_icmp_per_s = 2000000 }", "limits.arp_icmp_per_s: 2000000 is not in 0..1000000"},
     {"cfg.control = { socket_path = string.rep('x', 200) }", "control.socket_path: \"xxxx"},
     {"cfg.jobs[1].round_modulus = 3", "jobs[1].round_modulus: 3 must be 0 or at least 4"},
     {"cfg.jobs[1].secret = string.rep('s', 2000)", "jobs[1].secret: a secret of 2000 bytes is longer than 1024"},

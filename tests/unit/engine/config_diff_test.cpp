@@ -70,6 +70,21 @@ TEST(ConfigDiff, LimitsSecretsSourcesAndNamesChangeInPlace) {
   EXPECT_TRUE(d.settings_changed);
 }
 
+TEST(ConfigDiff, ArpIcmpLimitsChangeInPlaceUdpChecksumNeedsARestart) {
+  auto next = base();
+  next.limits.arp_icmp_per_s = 10;
+  next.limits.arp_icmp_burst = 3;
+  auto d = diff_configs(base(), next);
+  ASSERT_TRUE(d.ok()) << d.refused.front();
+  EXPECT_TRUE(d.settings_changed);
+  EXPECT_TRUE(d.changed.empty());
+  next = base();
+  next.ports[0].udp_checksum = config::UdpChecksum::trust;
+  d = diff_configs(base(), next);
+  ASSERT_EQ(d.refused.size(), 1u);
+  EXPECT_NE(d.refused[0].find("udp_checksum"), std::string::npos) << d.refused[0];
+}
+
 TEST(ConfigDiff, WhatNeedsARestartIsRefusedFieldByField) {
   auto next = base();
   next.jobs[1].workers = 8;
@@ -89,7 +104,7 @@ TEST(ConfigDiff, WhatNeedsARestartIsRefusedFieldByField) {
   EXPECT_TRUE(said("jobs[3].dtype: changing the dtype needs a restart"));
   EXPECT_TRUE(said("jobs[3].mode: changing the mode needs a restart"));
   EXPECT_TRUE(said("lcores: changing lcores needs a restart"));
-  EXPECT_TRUE(said("ports: changing ports (devices, addresses, MTU, queues, steering) needs a restart"));
+  EXPECT_TRUE(said("ports: changing ports (devices, addresses, MTU, queues, steering, udp_checksum) needs a restart"));
   EXPECT_TRUE(said("limits.ring_entries: changing the hand-off rings needs a restart"));
   EXPECT_EQ(d.refused.size(), 7u);
 }

@@ -19,6 +19,12 @@ enum class Steering : uint8_t {
   ring,       // never install flow rules; RSS or fan-out, then the owner's ring
 };
 
+// What the server does with a UDP checksum the port's PMD did not check (af_packet, memif, ring, tap...).
+enum class UdpChecksum : uint8_t {
+  verify,  // check it in software; a wrong one is dropped (udp_checksum_bad). A 0 field (none) is accepted.
+  trust,   // do not: the PMD's verdict only (for links whose senders leave partial checksums, e.g. veth)
+};
+
 struct Port {
   std::string name;             // referenced by lcores[].ports; unique
   std::string device;           // DPDK devargs: "net_tap0,iface=phub0", "net_memif0,role=server,...", a PCI address
@@ -29,6 +35,7 @@ struct Port {
   uint16_t tx_desc = 1024;      // per queue
   Steering steering = Steering::automatic;
   bool tx_copy = false;         // copy each result into its own frame instead of chaining the shared buffer
+  UdpChecksum udp_checksum = UdpChecksum::verify;
 
   bool operator==(const Port&) const = default;
 };
@@ -128,6 +135,10 @@ struct Limits {
   uint32_t max_jobs = 64;
   uint32_t mbufs = 16383;              // per port mempool, (2^n - 1 is best)
   uint32_t ring_entries = 4096;        // per-lcore hand-off ring (power of two)
+  // ARP and ICMP echo answers, per port and lcore: a token bucket of arp_icmp_burst refilled at
+  // arp_icmp_per_s (0 = unlimited).
+  uint32_t arp_icmp_per_s = 1000;
+  uint32_t arp_icmp_burst = 50;
 
   bool operator==(const Limits&) const = default;
 };

@@ -18,6 +18,7 @@ namespace phub::config {
 [[nodiscard]] std::string format_size(uint64_t bytes);
 
 [[nodiscard]] std::string_view steering_name(Steering s);
+[[nodiscard]] std::string_view udp_checksum_name(UdpChecksum u);
 [[nodiscard]] std::string_view mode_name(JobMode m);
 [[nodiscard]] std::string_view reduce_name(Reduce r);
 [[nodiscard]] std::string_view optimizer_name(OptimizerKind k);

@@ -19,9 +19,12 @@ namespace phub::engine {
 #define PHUB_DROPS(X)                                                                                          \
   X(not_for_us, "destination MAC or IPv4 address is not the port's")                                        \
   X(rx_scattered, "a multi-segment frame that could not be linearised")                                     \
-  X(udp_checksum_bad, "the UDP checksum is wrong")                                                          \
+  X(udp_checksum_bad, "the UDP checksum is wrong (the PMD's verdict, or checked in software)")                                                          \
   X(non_ip, "neither IPv4 nor ARP")                                                                         \
   X(ip_other_protocol, "IPv4, but neither UDP nor ICMP echo")                                               \
+  X(reply_source_refused, "ARP request or ICMP echo from a multicast/broadcast MAC or a 0.0.0.0, multicast or "  \
+                          "broadcast IPv4 source (not answered)")                                           \
+  X(reply_rate_limited, "ARP request or ICMP echo over the port's limits.arp_icmp_per_s (not answered)")    \
   X(unknown_port, "a UDP port no job listens on")                                                           \
   X(unknown_job, "the header's job id is not configured")                                                   \
   X(job_port_mismatch, "the header's job id is not the job of the UDP port")                                \

@@ -84,7 +84,11 @@ class Lcore {
     consumed_n_ = 0;
   }
   void handle_arp(const Rx& rx, const Snapshot& s) noexcept;
-  void handle_icmp(rte_mbuf* m, Rx& rx) noexcept;
+  void handle_icmp(rte_mbuf* m, Rx& rx, const Snapshot& s) noexcept;
+  // Whether an ARP request or ICMP echo from (src_mac, src_ip) on port `port` gets an answer: never to a
+  // multicast/broadcast MAC or a 0.0.0.0, multicast or broadcast IPv4 source, and at most limits.arp_icmp_*
+  // answers per port (a token bucket). Counts the refusal.
+  bool may_answer(uint16_t port, const MacAddr& src_mac, uint32_t src_ip, const Snapshot& s) noexcept;
   void handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
@@ -139,6 +143,11 @@ class Lcore {
   std::array<uint64_t, kGapBoundsUs.size()> gap_bounds_tsc_{};  // kGapBoundsUs in TSC cycles
   uint32_t idle_polls_ = 0;
   std::vector<TxBuffer> tx_;  // per port
+  struct AnswerBucket {
+    double tokens = 0;
+    uint64_t last_tsc = 0;  // 0: not used yet (starts full)
+  };
+  std::vector<AnswerBucket> answers_;  // per port: ARP and ICMP answers (may_answer)
   const Snapshot* snap_ = nullptr;
   uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
   uint32_t seq_ = 0;

@@ -20,9 +20,11 @@ struct PortInfo {
   std::string name;
   uint16_t port_id = 0;        // ethdev id
   uint32_t ipv4 = 0;           // host order
+  uint32_t ipv4_broadcast = 0; // the subnet's broadcast address; 0 for /31 and /32 (no broadcast there)
   MacAddr mac{};
   uint16_t mtu = 1500;
   bool zero_copy_tx = false;   // chained mbufs with external buffers (ports[].tx_copy off and the PMD can)
+  bool verify_udp_checksum = true;  // ports[].udp_checksum: check what the PMD did not
 };
 
 // The mutable state of one admitted job: what each lcore owns for it (chunks, buffers, rounds, peers,

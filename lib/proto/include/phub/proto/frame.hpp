@@ -100,6 +100,13 @@ void write_eth_ipv4_udp(const FlowAddrs& a, size_t udp_payload_bytes, std::span<
 // The one's-complement Internet checksum of `data` folded to 16 bits (RFC 1071), host order.
 [[nodiscard]] uint16_t inet_checksum(std::span<const std::byte> data, uint32_t initial_sum = 0) noexcept;
 
+// The UDP checksum of a datagram parse_udp accepted: true when it checks over the pseudo-header, the UDP
+// header and the payload, or when the field is 0 (no checksum, legal for IPv4).
+[[nodiscard]] bool udp_checksum_ok(std::span<const std::byte> frame, const Ipv4& ip) noexcept;
+// After bytes under a UDP checksum changed (a header signed after build_phub_frame): recompute it, if the
+// frame is IPv4/UDP and has one (a 0 field stays 0).
+void refresh_udp_checksum(std::span<std::byte> frame) noexcept;
+
 // Elements of dtype `d` that fit in one frame for an IP MTU, rounded down to a multiple of 16 elements so
 // that every segment but the last of a chunk is a whole number of SIMD vectors.
 [[nodiscard]] constexpr uint32_t segment_elems(uint32_t ip_mtu, Dtype d) noexcept {
