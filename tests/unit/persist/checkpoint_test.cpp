@@ -113,9 +113,9 @@ TEST(Checkpoint, TornOrCorruptFilesAreSkippedWithAReason) {
     const char* reason;
   };
   const std::vector<Damage> damages = {
-      {"truncated in a block", [](std::vector<char>& b) { b.resize(b.size() / 2); }, "torn"},
-      {"truncated in the header", [](std::vector<char>& b) { b.resize(30); }, "shorter than a header"},
-      {"trailer cut", [](std::vector<char>& b) { b.resize(b.size() - 3); }, "trailer"},
+      {"truncated in a block", [](std::vector<char>& b) { b.erase(b.begin() + static_cast<std::ptrdiff_t>(b.size() / 2), b.end()); }, "torn"},
+      {"truncated in the header", [](std::vector<char>& b) { b.erase(b.begin() + 30, b.end()); }, "shorter than a header"},
+      {"trailer cut", [](std::vector<char>& b) { b.erase(b.end() - 3, b.end()); }, "trailer"},
       {"empty", [](std::vector<char>& b) { b.clear(); }, "empty"},
       {"flipped byte in the payload", [](std::vector<char>& b) { b[b.size() / 2] ^= 0x10; }, "block"},
       {"flipped byte in the header", [](std::vector<char>& b) { b[33] ^= 0x01; }, "header CRC32C mismatch"},
