@@ -177,6 +177,7 @@ void advance_round(const JobMath& m, Chunk& c) noexcept {
 }
 
 void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept {
+  c.advance_pending = false;
   c.round = 0;
   c.segs_done = 0;
   c.first_tsc = 0;

@@ -295,6 +295,9 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     count_drop(lj, Drop::dtype_mismatch);
     return send_error(rx, plan, lj, proto::Status::bad_request, static_cast<uint32_t>(m.in_dtype));
   }
+  if (c.advance_pending && !try_advance(plan, lj, c) && round_delta(m, rx.hdr.round, c.round) == 1) {
+    return count_drop(lj, Drop::advance_pending);  // no answer: the worker resends, by then a buffer is free
+  }
   const bool opens_round = c.first_tsc == 0;
   if (opens_round && lj.draining && round_delta(m, rx.hdr.round, c.round) == 0) {
     count_drop(lj, Drop::draining);
@@ -383,6 +386,9 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, prev_round(m, c.round), s, rx.hdr.rank);
     return;
   }
+  if (c.advance_pending && !try_advance(plan, lj, c) && round_delta(m, rx.hdr.round, c.round) == 1) {
+    return count_drop(lj, Drop::advance_pending);  // the next round has not started here: nothing to send yet
+  }
   const int64_t d = round_delta(m, rx.hdr.round, c.round);
   if (d == -1 && c.has_prev) {
     for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, s, rx.hdr.rank);
@@ -453,7 +459,10 @@ void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool 
   for (uint32_t i = 0; i < lj.chunk_count(); ++i) {
     Chunk& c = lj.chunk(i);
     if (c.first_tsc != 0) close_round(lj);
-    release_previous(lj, c);  // restart_chunk may rewrite out[cur ^ 1] (a ps job's weights)
+    // restart_chunk may rewrite out[cur ^ 1] (a ps job's weights). If a transmit still points at it and no
+    // spare is free, that copy goes out with the new data under the old epoch's header, which every
+    // worker of the new epoch drops (the epoch is in every header): harmless, unlike within an epoch.
+    (void)release_previous(lj, c);
     restart_chunk(plan.math, c, fresh_weights);
   }
   lj.forget_peers();

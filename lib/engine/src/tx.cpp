@@ -249,13 +249,27 @@ void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, cons
   tx_[peer.port].add(m, counters_);
 }
 
-void Lcore::release_previous(LcoreJob& lj, Chunk& c) noexcept {
+bool Lcore::release_previous(LcoreJob& lj, Chunk& c) noexcept {
   // Free what the NICs are done with; if a transmit still points at the buffer, swap in a spare.
-  if (LcoreJob::busy(LcoreJob::buf(c, c.cur ^ 1))) {
-    for (auto& t : tx_) t.flush(counters_);
-    for (const auto* port : r_.ports) port->tx_done_cleanup(r_.index);
-    if (!lj.renew_previous(c)) bump(lj.counters.results_reused_busy);
+  if (!LcoreJob::busy(LcoreJob::buf(c, c.cur ^ 1))) return true;
+  for (auto& t : tx_) t.flush(counters_);
+  for (const auto* port : r_.ports) port->tx_done_cleanup(r_.index);
+  return lj.renew_previous(c);
+}
+
+bool Lcore::try_advance(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
+  if (!release_previous(lj, c)) {
+    // The previous result is still being sent and no spare is free: overwriting it would send the next
+    // round's data under the older label. The chunk waits, complete; pushes for the next round are
+    // dropped (the workers resend them) until a transmit completes or a spare returns.
+    if (!c.advance_pending) bump(lj.counters.advances_deferred);
+    c.advance_pending = true;
+    c.first_tsc = 0;  // no round in progress: nothing to report as stalled
+    return false;
   }
+  c.advance_pending = false;
+  advance_round(plan.math, c);
+  return true;
 }
 
 void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
@@ -265,8 +279,7 @@ void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
   const auto took_ns = static_cast<uint64_t>(static_cast<double>(took_tsc) * 1e9 / static_cast<double>(snap_->tsc_hz));
   bump(lj.counters.round_latency_sum_ns, took_ns);
   bump(lj.counters.round_latency[latency_bucket(took_ns / 1000)]);
-  release_previous(lj, c);  // the previous result is about to be overwritten by the next round
-  advance_round(plan.math, c);
+  try_advance(plan, lj, c);  // the previous result is about to be overwritten by the next round
 }
 
 }  // namespace phub::engine

@@ -27,7 +27,6 @@ struct EpochTally {
   uint64_t results_checked = 0;   // result frames compared with the model
   uint64_t elements_checked = 0;  // their elements
   uint64_t misdirected = 0;       // frames sent to the queue of an lcore that does not own their chunk
-  uint64_t stale_copies_overwritten = 0;  // late redundant copies the engine's buffer reuse overwrote
 };
 
 class Driver {
@@ -112,7 +111,6 @@ class Driver {
                                                    std::span<const std::byte> payload) const;
   [[nodiscard]] std::optional<std::string> differs_from_first_copy(JobRun& j, const Arrival& a,
                                                                    std::span<const std::byte> payload) const;
-  [[nodiscard]] bool overwritten_by_reuse(const JobRun& j, const Arrival& a) const;
   [[noreturn]] void fail(const std::string& what) const;
 
   uint16_t lcores_;

@@ -95,8 +95,7 @@ EpochResult run_epoch(uint64_t seed, uint64_t epoch, const EpochShape& shape) {
   for (const auto& j : jobs) r.chunk_rounds += static_cast<uint64_t>(j->layout.chunk_count()) * j->shape.rounds;
   r.results_checked = driver.tally().results_checked;
   r.elements_checked = driver.tally().elements_checked;
-  for (const auto& c : server.engine->totals().jobs) r.results_reused_busy += c.results_reused_busy;
-  r.stale_copies_overwritten = driver.tally().stale_copies_overwritten;
+  for (const auto& c : server.engine->totals().jobs) r.advances_deferred += c.advances_deferred;
   r.events = describe_events(jobs, driver.tally());
   return r;
 }

@@ -14,8 +14,7 @@ struct EpochResult {
   uint64_t chunk_rounds = 0;      // rounds completed, summed over chunks
   uint64_t results_checked = 0;
   uint64_t elements_checked = 0;
-  uint64_t results_reused_busy = 0;       // the engine's count: no spare result buffer was left
-  uint64_t stale_copies_overwritten = 0;  // redundant copies read late that such a reuse overwrote
+  uint64_t advances_deferred = 0;  // the engine's count: a round's advance waited for a free result buffer
   std::string events;             // one line: what the schedule did and provoked
 };
 

@@ -195,16 +195,12 @@ void Driver::deliver(const Arrival& a, std::span<const std::byte> payload, Event
   }
   auto diff = differs(j, a, a.round, payload);
   if (!diff && !j.model.bit_exact()) diff = differs_from_first_copy(j, a, payload);
-  if (diff && how == EventKind::result_late && overwritten_by_reuse(j, a)) {
-    ++tally_.stale_copies_overwritten;
-    return;
-  }
   if (diff) {
     fail("job [" + std::to_string(a.job) + "] rank " + std::to_string(a.rank) + " chunk " + std::to_string(a.chunk) +
          " seg " + std::to_string(a.seg) + " round " + std::to_string(a.round) + ": wrong result" +
          (how == EventKind::result_late ? " (read late)" : "") + ": " + *diff + "; the chunk's ranks are in rounds " +
-         std::to_string(ch.min_round()) + ".." + std::to_string(ch.max_round()) + ", the job's results_reused_busy is " +
-         std::to_string(engine_.totals().jobs[a.job].results_reused_busy));
+         std::to_string(ch.min_round()) + ".." + std::to_string(ch.max_round()) + ", the job's advances_deferred is " +
+         std::to_string(engine_.totals().jobs[a.job].advances_deferred));
   }
   count_result(j, a);
 }
@@ -276,16 +272,6 @@ std::optional<std::string> Driver::differs_from_first_copy(JobRun& j, const Arri
   while (i + 1 < a.count && element(payload, d, i) == element(it->second, d, i)) ++i;
   return "a copy differs from the first copy received: element " + std::to_string(a.first + i) + " is " +
          element_text(payload, d, i) + ", was " + element_text(it->second, d, i);
-}
-
-// The engine's documented fallback (LcoreJob::renew_previous): with no spare result buffer left it reuses
-// the previous round's buffer although frames still point at it, and counts results_reused_busy. Only a
-// copy read two rounds later can see the new data, and only a redundant one can be read that late (every
-// rank held that round's result before the next round could end): such a copy, read late, is counted
-// where the job's counter moved. Any other wrong copy fails.
-bool Driver::overwritten_by_reuse(const JobRun& j, const Arrival& a) const {
-  return a.round <= j.progress.chunks[a.chunk].max_round() - 2 &&
-         engine_.totals().jobs[a.job].results_reused_busy != 0;
 }
 
 // An error must answer something the rank may be owed one for (and say what the server could say then).

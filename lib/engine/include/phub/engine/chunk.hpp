@@ -41,6 +41,7 @@ struct Chunk {
   uint32_t segs_done = 0;      // segments of `round` complete
   uint8_t cur = 0;             // out[cur]: results of `round`; out[cur ^ 1]: results of the previous round
   bool has_prev = false;       // out[cur ^ 1] holds a result (the previous round, or ps initial weights)
+  bool advance_pending = false;  // `round` is complete; its advance waits for a free result buffer
   bool initialized = false;    // ps: all segments initialised by rank 0
   uint32_t init_segs = 0;      // ps: segments initialised so far
   uint64_t step = 0;           // ps: optimizer updates applied

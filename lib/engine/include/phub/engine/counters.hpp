@@ -43,6 +43,7 @@ namespace phub::engine {
   X(unexpected_opcode, "an opcode a server never receives (result, error, joined, ...)")                    \
   X(epoch_mismatch, "the packet's epoch is not the job's: a restarted job's old workers (answered)")        \
   X(draining, "a push that would start a round of a drained job (answered)")                                \
+  X(advance_pending, "a push for the next round while the previous result is still being sent (resent later)") \
   X(ring_full, "the hand-off ring to the owning lcore was full")                                            \
   X(tx_full, "the transmit queue stayed full")                                                              \
   X(no_mbuf, "mempool empty when building a reply")
@@ -90,7 +91,7 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(rerequests, "rerequest packets")                                                          \
   X(errors_sent, "error packets")                                                             \
   X(stalls_reported, "rounds reported stalled")                                               \
-  X(results_reused_busy, "no spare result buffer: a still-referenced one was reused")         \
+  X(advances_deferred, "round advances deferred: the previous result was still being sent, no spare free") \
   X(inits, "ps init segments accepted")                                                       \
   X(pulls, "ps pull requests")                                                                \
   X(joins, "join requests")                                                                   \

@@ -115,7 +115,11 @@ class Lcore {
   // A chunk's round in progress ended (completed, or dropped by a restart): one open round less.
   static void close_round(LcoreJob& lj) noexcept { __atomic_store_n(&lj.open_rounds, lj.open_rounds - 1, __ATOMIC_RELAXED); }
   // Before out[cur ^ 1] of `c` is overwritten: send what still points at it, else swap in a spare.
-  void release_previous(LcoreJob& lj, Chunk& c) noexcept;
+  // False when a transmit still points at it and no spare is free: it must not be overwritten yet.
+  [[nodiscard]] bool release_previous(LcoreJob& lj, Chunk& c) noexcept;
+  // Advances a completed round once its previous result buffer can be reused; otherwise marks the chunk
+  // advance_pending (a later push retries). Never overwrites a buffer a transmit still points at.
+  bool try_advance(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
   void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
 
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
