@@ -268,6 +268,13 @@ static Chunk* locate(const proto::Header& h, const JobPlan& plan, LcoreJob& lj, 
   return &c;
 }
 
+// The newest complete state of a chunk, as (result buffer, round label): the previous round's result, or
+// the current round's while its advance is deferred (advance_pending: complete, not advanced yet).
+static std::pair<int, uint32_t> newest_result(const JobMath& m, const Chunk& c) noexcept {
+  if (c.advance_pending) return {c.cur, c.round};
+  return {c.cur ^ 1, prev_round(m, c.round)};
+}
+
 void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept {
   Drop why{};
   proto::Status status{};
@@ -288,7 +295,8 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     // Answered with the segment's current weights: an acknowledgement, also when training already began.
     // Like a pull answer it is labelled with the round whose result it is (the one before the current).
     if (init_segment(m, c, seg, rx.payload.data(), rx.hdr.dtype) != InitResult::too_late) bump(lj.counters.inits);
-    return send_segment(plan, lj, c, c.cur ^ 1, prev_round(m, c.round), seg, rx.hdr.rank);
+    const auto [buffer, label] = newest_result(m, c);
+    return send_segment(plan, lj, c, buffer, label, seg, rx.hdr.rank);
   }
 
   if (rx.hdr.dtype != m.in_dtype) {
@@ -377,13 +385,14 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const uint32_t last = whole ? c.segments : seg + 1;
 
   if (pull) {
-    if (!c.has_prev) {
+    if (!c.has_prev && !c.advance_pending) {
       count_drop(lj, Drop::not_initialized);
       return send_error(rx, plan, lj, proto::Status::not_initialized, 0);
     }
     // The weights after the last completed round, labelled with that round: a result labelled r is always
     // the state after round r, whichever request it answers.
-    for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, prev_round(m, c.round), s, rx.hdr.rank);
+    const auto [buffer, label] = newest_result(m, c);
+    for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, buffer, label, s, rx.hdr.rank);
     return;
   }
   if (c.advance_pending && !try_advance(plan, lj, c) && round_delta(m, rx.hdr.round, c.round) == 1) {
