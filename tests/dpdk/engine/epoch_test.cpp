@@ -3,6 +3,9 @@
 // unless the new run asks for fresh ones, and ps pull/init answers are labelled as results.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "harness.hpp"
 
 namespace phub::test {
@@ -261,6 +264,53 @@ TEST(Epoch, PsRestartKeepsTheWeightsUnlessTheNewRunAsksForFreshOnes) {
   got = full_round(t, 0, 3, 2, 2);  // w = 8 - 0.5 * 4 = 6
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(decode(got[0].payload, Dtype::fp32)[0], 6.0f);
+}
+
+// A result buffer that a transmit still points at is never overwritten. The worker side reads nothing, so
+// every result frame stays referenced in the link; with one chunk the job has its two result buffers and
+// four spares, so the sixth round completes with every buffer busy: its advance waits, a push for the
+// next round is dropped unanswered, and every frame read afterwards carries exactly its round's sum.
+TEST(Deferral, AResultBufferStillBeingSentIsNeverOverwritten) {
+  OneJob t(allreduce_job());
+  const auto wait_for = [&](const char* what, auto&& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!ready()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timed out waiting for " << what;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  const auto value = [](uint32_t round, uint16_t rank) { return static_cast<float>(10 * (round + 1) + rank); };
+  constexpr uint32_t kRounds = 6;
+  for (uint32_t r = 0; r < kRounds; ++r) {
+    t.push(0, r, 0, value(r, 0));
+    t.push(1, r, 0, value(r, 1));
+    wait_for("a round", [&] { return t.counters().rounds_completed == r + 1; });
+  }
+  EXPECT_EQ(t.counters().advances_deferred, 1u);
+  t.push(0, kRounds, 0, value(kRounds, 0));  // the next round has not started: dropped, no answer
+  wait_for("the drop", [&] { return t.counters().drops[static_cast<size_t>(Drop::advance_pending)] == 1; });
+  // While deferred, a rerequest of the completed round is answered from its buffer.
+  t.w->send(t.job(), 1, t.request(proto::Opcode::rerequest, 1, kRounds - 1, 0), {});
+  wait_for("the resend", [&] { return t.counters().results_resent == 1; });
+
+  const auto got = t.w->receive(2 * kRounds + 1);
+  ASSERT_EQ(got.size(), 2 * kRounds + 1);
+  for (const auto& g : got) {
+    ASSERT_EQ(g.hdr.opcode, proto::Opcode::result);
+    ASSERT_LT(g.hdr.round, kRounds);
+    const float want = value(g.hdr.round, 0) + value(g.hdr.round, 1);
+    for (float v : decode(g.payload, Dtype::fp32)) ASSERT_EQ(v, want) << "a result labelled round " << g.hdr.round;
+  }
+  // Read, the frames free their buffers: the round advances and the next one completes.
+  t.push(0, kRounds, 0, value(kRounds, 0));
+  t.push(1, kRounds, 0, value(kRounds, 1));
+  const auto next = t.w->receive(2);
+  ASSERT_EQ(next.size(), 2u);
+  for (const auto& g : next) {
+    EXPECT_EQ(g.hdr.round, kRounds);
+    EXPECT_EQ(decode(g.payload, Dtype::fp32)[0], value(kRounds, 0) + value(kRounds, 1));
+  }
+  EXPECT_EQ(t.counters().rounds_completed, kRounds + 1);
 }
 
 }  // namespace
