@@ -303,9 +303,7 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     count_drop(lj, Drop::dtype_mismatch);
     return send_error(rx, plan, lj, proto::Status::bad_request, static_cast<uint32_t>(m.in_dtype));
   }
-  if (c.advance_pending && !try_advance(plan, lj, c) && round_delta(m, rx.hdr.round, c.round) == 1) {
-    return count_drop(lj, Drop::advance_pending);  // no answer: the worker resends, by then a buffer is free
-  }
+  if (deferred(rx, plan, lj, c)) return;
   const bool opens_round = c.first_tsc == 0;
   if (opens_round && lj.draining && round_delta(m, rx.hdr.round, c.round) == 0) {
     count_drop(lj, Drop::draining);
@@ -357,6 +355,21 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
   }
 }
 
+bool Lcore::deferred(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
+  if (!c.advance_pending || try_advance(plan, lj, c)) return false;
+  const int64_t d = round_delta(plan.math, rx.hdr.round, c.round);
+  if (d == 1) {
+    count_drop(lj, Drop::advance_pending);  // no answer: the worker resends, by then a buffer is free
+    return true;
+  }
+  if (d < 0) {
+    count_drop(lj, Drop::round_behind);
+    send_error(rx, plan, lj, proto::Status::round_behind, next_round(plan.math, c.round));
+    return true;
+  }
+  return false;  // the completed round itself: answered from its buffer as a duplicate or a rerequest
+}
+
 void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const bool pull = rx.hdr.opcode == proto::Opcode::pull;
   if (pull && !plan.math.ps) {
@@ -395,9 +408,7 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, buffer, label, s, rx.hdr.rank);
     return;
   }
-  if (c.advance_pending && !try_advance(plan, lj, c) && round_delta(m, rx.hdr.round, c.round) == 1) {
-    return count_drop(lj, Drop::advance_pending);  // the next round has not started here: nothing to send yet
-  }
+  if (deferred(rx, plan, lj, c)) return;
   const int64_t d = round_delta(m, rx.hdr.round, c.round);
   if (d == -1 && c.has_prev) {
     for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, s, rx.hdr.rank);

@@ -120,6 +120,10 @@ class Lcore {
   // Advances a completed round once its previous result buffer can be reused; otherwise marks the chunk
   // advance_pending (a later push retries). Never overwrites a buffer a transmit still points at.
   bool try_advance(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  // A chunk whose advance is deferred stands for the next round, as if it had advanced: a packet for that
+  // round waits (dropped unanswered; its worker resends it) and one older than the completed round is
+  // behind. Returns true when it handled the packet.
+  bool deferred(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
   void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
 
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
