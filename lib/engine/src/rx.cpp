@@ -357,17 +357,11 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
 
 bool Lcore::deferred(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
   if (!c.advance_pending || try_advance(plan, lj, c)) return false;
-  const int64_t d = round_delta(plan.math, rx.hdr.round, c.round);
-  if (d == 1) {
-    count_drop(lj, Drop::advance_pending);  // no answer: the worker resends, by then a buffer is free
-    return true;
-  }
-  if (d < 0) {
-    count_drop(lj, Drop::round_behind);
-    send_error(rx, plan, lj, proto::Status::round_behind, next_round(plan.math, c.round));
-    return true;
-  }
-  return false;  // the completed round itself: answered from its buffer as a duplicate or a rerequest
+  if (round_delta(plan.math, rx.hdr.round, c.round) == 0) return false;  // answered from the round's buffer
+  // The next round waits (its worker resends); an older one is a late copy every rank is past (the round
+  // completed, so every rank held the round before it): neither gets an answer.
+  count_drop(lj, Drop::advance_pending);
+  return true;
 }
 
 void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {

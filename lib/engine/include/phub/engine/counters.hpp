@@ -43,7 +43,7 @@ namespace phub::engine {
   X(unexpected_opcode, "an opcode a server never receives (result, error, joined, ...)")                    \
   X(epoch_mismatch, "the packet's epoch is not the job's: a restarted job's old workers (answered)")        \
   X(draining, "a push that would start a round of a drained job (answered)")                                \
-  X(advance_pending, "a push for the next round while the previous result is still being sent (resent later)") \
+  X(advance_pending, "a push or rerequest for another round while a chunk's advance waits for a buffer")      \
   X(ring_full, "the hand-off ring to the owning lcore was full")                                            \
   X(tx_full, "the transmit queue stayed full")                                                              \
   X(no_mbuf, "mempool empty when building a reply")

@@ -120,9 +120,9 @@ class Lcore {
   // Advances a completed round once its previous result buffer can be reused; otherwise marks the chunk
   // advance_pending (a later push retries). Never overwrites a buffer a transmit still points at.
   bool try_advance(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
-  // A chunk whose advance is deferred stands for the next round, as if it had advanced: a packet for that
-  // round waits (dropped unanswered; its worker resends it) and one older than the completed round is
-  // behind. Returns true when it handled the packet.
+  // A chunk whose advance is deferred answers only packets of its completed round (from that round's
+  // buffer): one for the next round waits (dropped unanswered; its worker resends it), an older one is a
+  // late copy that every rank is past (dropped). Returns true when it dropped the packet.
   bool deferred(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
   void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
 
