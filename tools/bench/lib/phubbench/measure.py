@@ -65,9 +65,9 @@ def server_goodput(exes, *, workers=8, dtype="fp32", elems=2_000_000, chunk_byte
     step["server_drops"] = counters["drops"]
     step["server_lcores"] = lcores
     # The server's own TSC count of the loop iterations that found work, per packet received, over its lcores.
-    busy_cycles = sum(l.get("busy_cycles", 0) for l in counters["lcores"])
+    busy_tsc = sum(l.get("busy_tsc", 0) for l in counters["lcores"])
     rx = sum(l.get("rx_packets", 0) for l in counters["lcores"])
-    step["server_busy_cycles_per_packet"] = busy_cycles / rx if rx else None
+    step["server_busy_cycles_per_packet"] = busy_tsc / rx if rx else None
     # Over each lcore's whole life (start-up before the generator connects and the drain after it included), so
     # not a measure of headroom during the run; cycles per packet above are.
     step["server_busy_percent"] = [l.get("busy_percent") for l in counters["lcores"]]
