@@ -90,6 +90,7 @@ void Client::service_joins(uint64_t now) {
 void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
   Membership& m = members_[owner];
   m.answered = true;
+  if (h.crc32c != 0) m.cookie = h.crc32c;  // carried in every data and request packet: proves the address
   if (m.state == Membership::State::joined) return;  // a late answer to a repeated join
   m.holder = h.aux;
   m.rank0 = h.elem_offset;

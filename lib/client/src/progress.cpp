@@ -50,6 +50,7 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
   h.round = round;
   h.chunk_id = chunk;
   h.epoch = members_[lane_of(chunk)].epoch;
+  h.aux = members_[lane_of(chunk)].cookie;
   const std::byte* payload = nullptr;
   uint32_t bytes = 0;
   if (seg != kWholeChunk) {

@@ -7,6 +7,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mempool.h>
+#include <sys/random.h>
 
 #include <algorithm>
 
@@ -39,6 +40,9 @@ Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Conf
   if (auto why = unsupported_settings(cfg)) return unexpected(*why);
   std::unique_ptr<Engine> e(new Engine());
   e->kernels_ = &agg::select_kernels();
+  if (getrandom(&e->cookie_key_, sizeof(e->cookie_key_), 0) != static_cast<ssize_t>(sizeof(e->cookie_key_))) {
+    return unexpected(std::string("getrandom: no key for address cookies"));
+  }
   if (cfg.lcores.empty()) return unexpected(std::string("config: no lcores"));
   if (cfg.ports.empty()) return unexpected(std::string("config: no ports"));
   for (size_t i = 0; i < cfg.lcores.size(); ++i) {

@@ -131,6 +131,8 @@ void LcoreJob::forget_peers() noexcept {
   for (uint16_t r = 0; r < workers_; ++r) {
     peers_[r].known = false;
     peers_[r].incarnation = 0;
+    peers_[r].proven = false;
+    peers_[r].unproven_credit_bytes = 0;
   }
 }
 

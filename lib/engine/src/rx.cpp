@@ -37,6 +37,8 @@ void set_address(Peer& p, const proto::L2& l2, const proto::Ipv4& ip, const prot
   p.port = static_cast<uint8_t>(port);
   p.known = true;
   p.l234_generation = 0;
+  p.proven = false;  // a new address proves itself again
+  p.unproven_credit_bytes = 0;
 }
 
 }  // namespace
@@ -184,6 +186,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   const JobPlan& plan = *s.jobs[job_index];
   if (rx.hdr.job_id != plan.cfg.id) return drop(s.job_by_id(rx.hdr.job_id) < 0 ? Drop::unknown_job : Drop::job_port_mismatch);
   rx.previous_key = false;
+  rx.credited = nullptr;
   if (plan.authenticated && !verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
     return drop(Drop::bad_tag);
   }
@@ -213,6 +216,11 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     set_address(peer, rx.l2, rx.ip, rx.udp, rx.port);
   }
   peer.previous_key = rx.previous_key;
+  if (!peer.proven) prove_or_credit(peer, rx, plan, lj, s);
+  if (rx.hdr.opcode == proto::Opcode::probe_request && rx.credited != nullptr &&
+      !within_amplification_limit(lj, *rx.credited, rx.m->pkt_len)) {
+    return consume(m);  // the echo would spend what results to the address need: not sent
+  }
 
   switch (rx.hdr.opcode) {
     case proto::Opcode::push:
@@ -466,7 +474,22 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   a.round = 0;                              // the epoch's first round
   a.aux = p.incarnation;                    // who holds the rank in this epoch
   a.elem_offset = lj.peer(0).incarnation;   // who holds rank 0: the run the epoch belongs to
+  // The address cookie of the join's source: the worker carries it back in every push, init, rerequest
+  // and pull. Only the address's owner receives it.
+  a.crc32c = proto::address_cookie(snap_->cookie_key, plan.cfg.id, h.rank, rx.ip.src, rx.udp.src_port);
   reply(rx, plan, lj, a);
+}
+
+void Lcore::prove_or_credit(Peer& peer, Rx& rx, const JobPlan& plan, LcoreJob& lj, const Snapshot& s) noexcept {
+  if (proto::opcode_carries_cookie(rx.hdr.opcode) && rx.hdr.aux != 0 &&
+      rx.hdr.aux == proto::address_cookie(s.cookie_key, plan.cfg.id, rx.hdr.rank, rx.ip.src, rx.udp.src_port)) {
+    peer.proven = true;
+    peer.unproven_credit_bytes = 0;
+    bump(lj.counters.addresses_proven);
+    return;
+  }
+  peer.unproven_credit_bytes += rx.m->pkt_len;
+  rx.credited = &peer;
 }
 
 void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept {

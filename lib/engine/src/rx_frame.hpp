@@ -19,6 +19,9 @@ struct Lcore::Rx {
   proto::Udp udp;
   proto::Header hdr;
   bool previous_key = false;           // the tag matched the job's previous secret (a rotation's overlap)
+  // The rank whose unproven address this frame came from and was credited to (null: none): a reply to
+  // the frame spends that credit like every other message to the address.
+  Peer* credited = nullptr;
   std::span<const std::byte> msg;      // the UDP payload: phub header + payload
   std::span<const std::byte> payload;  // elements
 };

@@ -121,10 +121,34 @@ bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, Lcore
   return true;
 }
 
+bool Lcore::within_amplification_limit(LcoreJob& lj, Peer& peer, size_t frame_bytes) noexcept {
+  if (peer.proven) return true;
+  if (peer.unproven_credit_bytes >= frame_bytes) {
+    peer.unproven_credit_bytes -= frame_bytes;
+    return true;
+  }
+  count_drop(lj, Drop::unproven_limit);
+  return false;
+}
+
+namespace {
+
+size_t result_frame_bytes(const JobPlan& plan, const Chunk& c, uint32_t seg) noexcept {
+  return proto::kFrameHeadersBytes + segment_elems(plan.math, c, seg) * dtype_bytes(plan.math.out_dtype);
+}
+
+}  // namespace
+
 void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                          uint16_t rank) noexcept {
   Peer& peer = lj.peer(rank);
-  if (!peer.known) return;
+  if (!peer.known || !within_amplification_limit(lj, peer, result_frame_bytes(plan, c, seg))) return;
+  transmit_segment(plan, lj, c, buf, round, seg, rank);
+}
+
+void Lcore::transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+                             uint16_t rank) noexcept {
+  Peer& peer = lj.peer(rank);
   const bool chain = snap_->ports[peer.port].zero_copy_tx;
   rte_mbuf* hdr = rte_pktmbuf_alloc(chain ? r_.hdr_pool : r_.copy_pool);
   rte_mbuf* ext = chain ? rte_pktmbuf_alloc(r_.ext_pool) : nullptr;
@@ -150,15 +174,17 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     const uint16_t last = static_cast<uint16_t>(std::min<uint32_t>(plan.math.workers, first + kBatch));
     uint16_t n = 0;
     bool all_chain = true;
+    const size_t frame_bytes = result_frame_bytes(plan, c, seg);
     for (uint16_t rank = first; rank < last; ++rank) {
-      const Peer& peer = lj.peer(rank);
-      if (!peer.known) continue;
+      Peer& peer = lj.peer(rank);
+      if (!peer.known || !within_amplification_limit(lj, peer, frame_bytes)) continue;
       all_chain = all_chain && snap_->ports[peer.port].zero_copy_tx;
       ranks[n++] = rank;
     }
     if (n == 0) continue;
     if (!all_chain || rte_pktmbuf_alloc_bulk(r_.hdr_pool, hdrs, n) != 0) {
-      for (uint16_t i = 0; i < n; ++i) send_segment(plan, lj, c, c.cur, c.round, seg, ranks[i]);
+      // (The limit was applied above: the fallback must not spend the credit twice.)
+      for (uint16_t i = 0; i < n; ++i) transmit_segment(plan, lj, c, c.cur, c.round, seg, ranks[i]);
       continue;
     }
     rte_mbuf* payload = rte_pktmbuf_alloc(r_.ext_pool);
@@ -225,6 +251,9 @@ void Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header
   to.udp_port = rx.udp.src_port;
   to.port = static_cast<uint8_t>(rx.port);
   to.known = true;
+  if (rx.credited != nullptr && !within_amplification_limit(lj, *rx.credited, proto::kFrameHeadersBytes + h.payload_bytes)) {
+    return;
+  }
   h.seq = seq_++;
   rte_mbuf* m = start_message(plan, lj, to, h);
   if (m == nullptr) return;
@@ -240,7 +269,7 @@ void Lcore::send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::S
 void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
                           uint32_t aux) noexcept {
   Peer& peer = lj.peer(rank);
-  if (!peer.known) return;
+  if (!peer.known || !within_amplification_limit(lj, peer, proto::kFrameHeadersBytes)) return;
   proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux, lj.epoch);
   h.seq = seq_++;
   rte_mbuf* m = start_message(plan, lj, peer, h);

@@ -80,6 +80,18 @@ bool verify_header(const AuthKey& key, std::span<const std::byte, kHeaderBytes> 
   return load_be<uint64_t>(wire.data() + kAuthTagOffset) == header_tag(key, wire);
 }
 
+uint32_t address_cookie(const AuthKey& server_key, uint32_t job_id, uint16_t rank, uint32_t ipv4,
+                        uint16_t udp_port) noexcept {
+  std::byte in[12];
+  store_be<uint32_t>(in, job_id);
+  store_be<uint16_t>(in + 4, rank);
+  store_be<uint32_t>(in + 6, ipv4);
+  store_be<uint16_t>(in + 10, udp_port);
+  const uint64_t h = siphash24(server_key, in);
+  const auto cookie = static_cast<uint32_t>(h ^ (h >> 32));
+  return cookie != 0 ? cookie : 1;  // 0 means "no cookie" in a worker's aux
+}
+
 uint32_t crc32c(std::span<const std::byte> data) noexcept {
   // ISA-L's crc32_iscsi takes and returns the raw register; the standard CRC32C inverts both ends.
   auto* p = reinterpret_cast<unsigned char*>(const_cast<std::byte*>(data.data()));  // ISA-L does not write

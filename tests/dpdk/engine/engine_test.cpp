@@ -398,6 +398,7 @@ TEST(Engine, ResultsFollowWorkersThatMove) {
 TEST(Engine, DuplicatesLatePushesRerequestsAndRoundErrors) {
   Server s(1, {make_job(1, 2, {352})});
   const auto& job = s.cfg.jobs[0];
+  for (uint16_t r = 0; r < 2; ++r) s.workers->prove(job, r);  // answers beyond what each rank sent
   push_segment(s, 0, 0, 0, 0, 0);
   push_segment(s, 0, 0, 0, 0, 0);  // duplicate: ignored
   EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(100)).empty());
@@ -442,6 +443,8 @@ TEST(Engine, DuplicatesLatePushesRerequestsAndRoundErrors) {
 
 TEST(Engine, StalledRoundIsReportedToContributors) {
   Server s(1, {make_job(1, 4, {100})});
+  // Proven: stall reports do not spend the credit the ranks' results need (see Amplification below).
+  for (uint16_t r = 0; r < 4; ++r) s.workers->prove(s.cfg.jobs[0], r);
   std::mt19937 rng(1);
   (void)push_round(s, 0, 0, rng, /*skip_rank=*/2);
   auto errs = s.workers->receive(3, std::chrono::milliseconds(1500));
@@ -573,6 +576,88 @@ namespace {
 
 // Cross-rack aggregation does not exist yet: a config that asks for it is refused with the reason, not
 // run flat (which would let the other racks' workers stall).
+// Frame bytes of what the workers received (the same Ethernet/IPv4/UDP headers as the requests').
+size_t frame_bytes(const std::vector<Received>& got) {
+  size_t n = 0;
+  for (const auto& r : got) n += proto::kFrameHeadersBytes + r.payload.size();
+  return n;
+}
+
+proto::Header whole_chunk_request(const proto::Layout& l, proto::Opcode op, uint32_t round, uint16_t rank) {
+  proto::Header h = push_header(l, 0, 0, round, rank, Dtype::fp32);
+  h.opcode = op;
+  h.elem_count = 0;  // every segment of the chunk
+  return h;
+}
+
+// A rank that never joined (phub-pktgen, a replayed trace, a spoofed source) pays for every result with a
+// push of the same size; its one-header rerequests get no more bytes than they carry until the address
+// cookie of a join proves that it receives at its address.
+TEST(Amplification, AnUnprovenSourceGetsNoMoreBytesThanItSent) {
+  auto job = make_job(1, 2, {352 * 8});
+  Server s(1, {job});
+  const auto& l = s.layout(0);
+  ASSERT_EQ(l.chunk(0).segments, 8u);
+  std::mt19937 rng(3);
+  const size_t segments = push_round(s, 0, 0, rng);
+  ASSERT_EQ(s.workers->receive(segments * 2).size(), segments * 2) << "pushes pay for their results";
+
+  const size_t requests = 20;
+  for (size_t i = 0; i < requests; ++i) {
+    s.workers->send(job, 1, whole_chunk_request(l, proto::Opcode::rerequest, 0, 1), {});
+  }
+  const auto got = s.workers->receive(requests * segments, std::chrono::milliseconds(500));
+  const size_t in = requests * proto::kFrameHeadersBytes;
+  EXPECT_GT(frame_bytes(got), 0u) << "the credit of 20 headers covers one result segment";
+  EXPECT_LE(frame_bytes(got), in) << "bytes out per byte in: " << static_cast<double>(frame_bytes(got)) / in;
+  EXPECT_GT(drops(*s.engine, Drop::unproven_limit), 0u);
+  EXPECT_EQ(job_counters(*s.engine, 0).addresses_proven, 0u);
+
+  // Proven by the cookie of its join, the same request gets the whole chunk.
+  s.workers->prove(job, 1);
+  s.workers->send(job, 1, whole_chunk_request(l, proto::Opcode::rerequest, 0, 1), {});
+  const auto full = s.workers->receive(segments);
+  ASSERT_EQ(full.size(), segments);
+  for (const auto& r : full) EXPECT_EQ(r.hdr.opcode, proto::Opcode::result);
+  EXPECT_EQ(job_counters(*s.engine, 0).addresses_proven, 1u);
+}
+
+// A spoofed packet that moves a proven rank's address makes the new address unproven: results go there
+// only as far as that address paid for them, until the rank proves it again.
+TEST(Amplification, AMovedAddressProvesItselfAgain) {
+  auto job = make_job(1, 2, {352 * 4});
+  Server s(1, {job});
+  const auto& l = s.layout(0);
+  s.workers->prove(job, 0);
+  s.workers->prove(job, 1);
+  std::mt19937 rng(5);
+  const size_t segments = push_round(s, 0, 0, rng);
+  ASSERT_EQ(s.workers->receive(segments * 2).size(), segments * 2);
+
+  s.workers->udp_port_shift = 100;  // rank 1 "moves": the source of a spoofed rerequest
+  s.workers->send(job, 1, whole_chunk_request(l, proto::Opcode::rerequest, 0, 1), {});
+  EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(200)).empty()) << "one header buys no segment";
+  EXPECT_EQ(drops(*s.engine, Drop::unproven_limit), segments);
+
+  s.workers->prove(job, 1);  // the worker at the new address joins again: a new cookie
+  s.workers->send(job, 1, whole_chunk_request(l, proto::Opcode::rerequest, 0, 1), {});
+  EXPECT_EQ(s.workers->receive(segments).size(), segments);
+  EXPECT_EQ(job_counters(*s.engine, 0).addresses_proven, 3u);
+}
+
+// A stalled round is reported again every period; to an unproven contributor only as long as its push's
+// bytes last.
+TEST(Amplification, StallReportsToAnUnprovenAddressEndWithItsCredit) {
+  Server s(1, {make_job(1, 2, {352})}, [](config::Config& c) { c.timeouts.round_stall_ms = 10; });
+  push_segment(s, 0, 0, 0, 0, 0);  // rank 1 never pushes
+  const size_t pushed = proto::kFrameHeadersBytes + 352 * sizeof(float);
+  const auto got = s.workers->receive(1000, std::chrono::milliseconds(1500));
+  ASSERT_GE(got.size(), 1u);
+  for (const auto& r : got) EXPECT_EQ(r.hdr.status, proto::Status::round_stalled);
+  EXPECT_LE(frame_bytes(got), pushed);
+  EXPECT_GT(drops(*s.engine, Drop::unproven_limit), 0u) << "reports every 10 ms for 1.5 s outrun the credit";
+}
+
 TEST(Engine, RacksAreRefusedUntilCrossRackAggregationExists) {
   RingLink link(1);
   auto cfg = make_config(link.server_name(), 1, {make_job(1, 2, {4096})});

@@ -224,6 +224,7 @@ TEST(Epoch, PsPullAndInitAnswersAreLabelledWithTheRoundTheyAreTheResultOf) {
   EXPECT_EQ(ack.hdr.opcode, proto::Opcode::result);
   EXPECT_EQ(ack.hdr.round, 0xffffffffu);  // the state before round 0
   ASSERT_EQ(full_round(t, 0, 0, 1, 1).size(), 2u);  // w = 4 - 0.5 * 2 = 3
+  t.w->prove(t.job(), 1);  // a pull is one header: only a proven address gets the weights
   const Received p = pull(t, 1, 1, 0);
   EXPECT_EQ(p.hdr.round, 0u);  // the weights after round 0, exactly what round 0's result was
   EXPECT_EQ(decode(p.payload, Dtype::fp32)[5], 3.0f);
@@ -273,6 +274,7 @@ TEST(Epoch, PsRestartKeepsTheWeightsUnlessTheNewRunAsksForFreshOnes) {
 // round's sum.
 TEST(Deferral, AResultBufferStillBeingSentIsNeverOverwritten) {
   OneJob t(allreduce_job());
+  for (uint16_t r = 0; r < 2; ++r) t.w->prove(t.job(), r);  // the rerequest below is one header
   const auto wait_for = [&](const char* what, auto&& ready) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (!ready()) {

@@ -133,8 +133,13 @@ void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const
   const auto& l = layouts_.at(job.id);
   const uint16_t owner = h.chunk_id < l.chunk_count() ? l.chunk(h.chunk_id).owner : 0;
   h.job_id = h.job_id == 0 ? job.id : h.job_id;
+  const proto::FlowAddrs a = addrs(rank, static_cast<uint16_t>(job.port_base + owner));
+  if (proto::opcode_carries_cookie(h.opcode) && h.aux == 0) {
+    auto it = cookies_.find({h.job_id, rank, a.src_ip, a.src_port});
+    if (it != cookies_.end()) h.aux = it->second;
+  }
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
-  auto n = proto::build_phub_frame(addrs(rank, static_cast<uint16_t>(job.port_base + owner)), h, payload, frame);
+  auto n = proto::build_phub_frame(a, h, payload, frame);
   ASSERT_TRUE(n.has_value());
   const std::string& secret = secret_override == "\x01" ? job.secret : secret_override;
   if (!secret.empty()) {
@@ -144,6 +149,18 @@ void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const
     proto::refresh_udp_checksum(frame);  // the tag changed bytes under the UDP checksum
   }
   send_frame(frame, owner % queues_);
+}
+
+void Workers::prove(const config::Job& job, uint16_t rank) {
+  proto::Header h;
+  h.opcode = proto::Opcode::join;
+  h.rank = rank;
+  h.aux = 1000u + rank;
+  send(job, rank, h, {});
+  const auto got = receive(1);
+  if (got.size() != 1 || got[0].hdr.opcode != proto::Opcode::joined || got[0].hdr.crc32c == 0) {
+    throw std::runtime_error("prove: no joined answer with a cookie");
+  }
 }
 
 std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds timeout) {
@@ -164,6 +181,9 @@ std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds t
         if (!f) {
           other.push_back(std::move(frame));
           continue;
+        }
+        if (f->hdr.opcode == proto::Opcode::joined && f->hdr.crc32c != 0) {
+          cookies_[{f->hdr.job_id, f->hdr.rank, f->ip.dst, f->udp.dst_port}] = f->hdr.crc32c;
         }
         Received r;
         r.hdr = f->hdr;

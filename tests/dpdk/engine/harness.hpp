@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "phub/base/mac.hpp"
@@ -60,10 +61,15 @@ class Workers {
   [[nodiscard]] proto::FlowAddrs addrs(uint16_t rank, uint16_t server_udp_port) const;
   // Send a ready frame on queue `q` (the queue of the owning lcore, as a memif or ring sender chooses).
   void send_frame(const std::vector<std::byte>& frame, uint16_t q);
-  // Build and send one message of `job` from `rank` (signs with `secret` if non-empty).
+  // Build and send one message of `job` from `rank` (signs with `secret` if non-empty). A push, init,
+  // rerequest or pull with aux 0 carries the rank's address cookie, if a `joined` brought one for the
+  // rank's current address (as a worker's client does).
   void send(const config::Job& job, uint16_t rank, proto::Header h, const std::vector<std::byte>& payload,
             const std::string& secret_override = "\x01");
-  // Receive until `count` phub messages arrived or the timeout passed.
+  // Join `rank` of `job` (incarnation 1000 + rank) and keep the address cookie of the answer: the rank's
+  // address is then proven. Throws if no `joined` comes.
+  void prove(const config::Job& job, uint16_t rank);
+  // Receive until `count` phub messages arrived or the timeout passed. Keeps the cookies `joined` brings.
   std::vector<Received> receive(size_t count, std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
   // Up to `n` raw frames from queue `q`, as the server sent them (the caller frees them).
   [[nodiscard]] uint16_t receive_raw(uint16_t q, rte_mbuf** pkts, uint16_t n) { return port_.rx(q, pkts, n); }
@@ -84,6 +90,8 @@ class Workers {
   MacAddr server_mac_{};
   uint16_t queues_;
   std::map<uint32_t, proto::Layout> layouts_;
+  // (job id, rank, IPv4, UDP port) -> the server's address cookie for it.
+  std::map<std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>, uint32_t> cookies_;
 };
 
 // Values a rank pushes: small integers, so every sum is exact in fp32/bf16/fp16.

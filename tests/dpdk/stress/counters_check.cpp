@@ -1,6 +1,7 @@
 // Counter checks after an epoch (see counters_check.hpp).
 #include "counters_check.hpp"
 
+#include <set>
 #include <sstream>
 
 namespace phub::stress {
@@ -59,6 +60,12 @@ void check_job(const engine::JobCounters& c, const JobRun& j, Mismatches& m) {
   m.equal(p + "results_sent (every one received)", c.results_sent, t.results);
   m.equal(p + "errors_sent (every one received)", c.errors_sent, t.errors);
   m.equal(p + "epochs_started", c.epochs_started, 0);
+  // Every rank joined, and its first packet to each lcore that owns chunks carried its cookie: proven once
+  // there, since no address ever moves (so no drop unproven_limit either, below).
+  std::set<uint16_t> owners;
+  for (const auto& ci : j.layout.chunks()) owners.insert(ci.owner);
+  m.equal(p + "addresses_proven", c.addresses_proven, workers * owners.size());
+  m.equal(p + "joins", c.joins, workers);
   m.equal(p + "resets", c.resets, 0);
   // The drops the schedule provokes, counted against the job, each answered with an error the rank
   // received; no other drop of the job.

@@ -88,6 +88,8 @@ class Driver {
   [[nodiscard]] Clock::time_point recovery_time() noexcept {
     return now_ + std::chrono::microseconds(1000 + rng_.below(3000));
   }
+  // Before the schedule: every rank of every job joins and keeps its address cookie.
+  void join_all();
   [[nodiscard]] bool may_send();
   void send_push(JobRun& j, uint16_t rank, uint32_t chunk, uint32_t seg, int64_t round, uint16_t flags, EventKind why);
   void send_init(JobRun& j, uint32_t chunk, uint32_t seg, uint16_t flags);

@@ -43,6 +43,9 @@ struct JobRun {
   proto::AuthKey key{};
   JobProgress progress;
   JobTally tally;
+  // Each rank's address cookie, from the answer to its join (0: not yet). Every push, init, rerequest and
+  // pull carries it, as a worker's client does, so the server answers them in full.
+  std::vector<uint32_t> cookies;
   // Jobs that are not bit-exact: the first copy of each (chunk, round, segment) received; every later
   // copy must be the same bytes.
   std::map<std::tuple<uint32_t, int64_t, uint32_t>, std::vector<std::byte>> first_seen;

@@ -327,6 +327,7 @@ void Driver::send(JobRun& j, uint16_t rank, uint32_t chunk, proto::Header h, std
   h.job_id = j.shape.job.id;
   h.rank = rank;
   h.chunk_id = chunk;
+  if (proto::opcode_carries_cookie(h.opcode)) h.aux = j.cookies[rank];
   const uint16_t owner = j.layout.chunk(chunk).owner;
   const auto frame = worker_frame(rank_address(j.index, rank), server_mac_,
                                   static_cast<uint16_t>(j.shape.job.port_base + owner), h, payload, j.signing_key());
@@ -343,7 +344,45 @@ void Driver::send(JobRun& j, uint16_t rank, uint32_t chunk, proto::Header h, std
   wire_.send_frame(frame, queue);
 }
 
+void Driver::join_all() {
+  size_t waiting = 0;
+  for (auto& jp : jobs_) {
+    JobRun& j = *jp;
+    j.cookies.assign(j.shape.job.workers, 0);
+    for (uint16_t r = 0; r < j.shape.job.workers; ++r) {
+      proto::Header h;
+      h.opcode = proto::Opcode::join;
+      h.job_id = j.shape.job.id;
+      h.rank = r;
+      h.aux = 1000u + r;  // the incarnation
+      wire_.send_frame(worker_frame(rank_address(j.index, r), server_mac_, j.shape.job.port_base, h, {}, j.signing_key()), 0);
+      ++waiting;
+    }
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  rte_mbuf* pkts[32];
+  while (waiting != 0) {
+    if (Clock::now() > deadline) fail("join: " + std::to_string(waiting) + " ranks got no joined answer in 10 s");
+    for (uint16_t q = 0; q < wire_.queues(); ++q) {
+      const uint16_t n = wire_.receive_raw(q, pkts, 32);
+      for (uint16_t i = 0; i < n; ++i) {
+        read_frame(pkts[i], frame_);
+        rte_pktmbuf_free(pkts[i]);
+        const auto f = proto::parse_phub_frame(frame_);
+        if (!f || f->hdr.opcode != proto::Opcode::joined || f->hdr.crc32c == 0) fail("join: an answer that is not joined with a cookie");
+        for (auto& jp : jobs_) {
+          if (jp->shape.job.id != f->hdr.job_id || f->hdr.rank >= jp->cookies.size()) continue;
+          if (jp->cookies[f->hdr.rank] == 0) --waiting;
+          jp->cookies[f->hdr.rank] = f->hdr.crc32c;
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 void Driver::run() {
+  join_all();
   for (uint32_t jx = 0; jx < jobs_.size(); ++jx) {
     JobRun& j = *jobs_[jx];
     for (uint32_t c = 0; c < j.layout.chunk_count(); ++c) {

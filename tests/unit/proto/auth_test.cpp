@@ -50,6 +50,20 @@ TEST(Auth, SignedHeaderVerifiesAndEveryBitFlipBreaksIt) {
   }
 }
 
+TEST(Auth, AddressCookieBindsJobRankAddressAndServerKey) {
+  const AuthKey k{0x0123456789abcdefull, 0xfedcba9876543210ull};
+  const uint32_t c = address_cookie(k, 7, 3, 0xc6120065, 50003);
+  EXPECT_NE(c, 0u);
+  EXPECT_EQ(c, address_cookie(k, 7, 3, 0xc6120065, 50003));
+  EXPECT_NE(c, address_cookie(k, 8, 3, 0xc6120065, 50003));
+  EXPECT_NE(c, address_cookie(k, 7, 4, 0xc6120065, 50003));
+  EXPECT_NE(c, address_cookie(k, 7, 3, 0xc6120066, 50003));
+  EXPECT_NE(c, address_cookie(k, 7, 3, 0xc6120065, 50004));
+  EXPECT_NE(c, address_cookie(AuthKey{k.k0 ^ 1, k.k1}, 7, 3, 0xc6120065, 50003));
+  // Never 0 (a worker's "no cookie"), over many addresses.
+  for (uint32_t ip = 0; ip < 100000; ++ip) ASSERT_NE(address_cookie(k, 1, 0, ip, 1), 0u);
+}
+
 TEST(Crc32c, MatchesTheCheckValue) {
   const char* check = "123456789";
   EXPECT_EQ(crc32c(std::as_bytes(std::span(check, 9))), 0xe3069283u);

@@ -114,6 +114,7 @@ class Client {
     bool used = false;             // a result from this lcore was accepted: the epoch may not change now
     uint32_t holder = 0;           // the incarnation the last answer named as the rank's holder
     uint32_t rank0 = 0;            // ... and as rank 0's holder (0: none)
+    uint32_t cookie = 0;           // the server's address cookie for this client's address (0: none yet)
     uint32_t sends = 0;            // joins sent in the current state (backoff)
     uint64_t next_send_ns = 0;
   };

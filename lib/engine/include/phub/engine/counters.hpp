@@ -46,7 +46,9 @@ namespace phub::engine {
   X(advance_pending, "a push or rerequest for another round while a chunk's advance waits for a buffer")      \
   X(ring_full, "the hand-off ring to the owning lcore was full")                                            \
   X(tx_full, "the transmit queue stayed full")                                                              \
-  X(no_mbuf, "mempool empty when building a reply")
+  X(no_mbuf, "mempool empty when building a reply")                                         \
+  X(unproven_limit, "a message not sent: its address has not proven it receives there (no cookie) and "      \
+                    "has not sent as many bytes as the message has")
 
 enum class Drop : uint8_t {
 #define PHUB_X(name, help) name,
@@ -95,6 +97,7 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(inits, "ps init segments accepted")                                                       \
   X(pulls, "ps pull requests")                                                                \
   X(joins, "join requests")                                                                   \
+  X(addresses_proven, "ranks' addresses proven by their address cookie")                     \
   X(leaves, "leave requests")                                                                 \
   X(epochs_started, "epochs started: a new run's rank 0 or the operator reset the rounds")      \
   X(resets, "rounds reset by the operator (phub-ctl reset)")                                  \

@@ -139,6 +139,7 @@ class Engine {
   std::atomic<bool> stop_{false};
   bool running_ = false;
   const agg::Kernels* kernels_ = nullptr;
+  proto::AuthKey cookie_key_;  // random, drawn by create(): address cookies of this server run
   std::vector<std::string> steering_lines_;
   std::vector<std::vector<uint16_t>> steered_;  // per port: the UDP ports with a flow rule, by queue order
 };

@@ -93,6 +93,12 @@ class Lcore {
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   void on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  // A packet from `peer`'s current address while it is unproven: its cookie proves the address, else its
+  // bytes become credit for what may be sent there.
+  void prove_or_credit(Peer& peer, Rx& rx, const JobPlan& plan, LcoreJob& lj, const Snapshot& s) noexcept;
+  // Whether a frame of `frame_bytes` may go to `peer`: always once it proved its address, before only
+  // against its credit (spent). Counts what it holds back.
+  bool within_amplification_limit(LcoreJob& lj, Peer& peer, size_t frame_bytes) noexcept;
   // The job's current key, and the previous one while a rotation's overlap lasts: the tag of `wire` is
   // checked against either; `previous` says which matched. False if neither does.
   bool verify(const JobPlan& plan, std::span<const std::byte, proto::kHeaderBytes> wire, bool& previous) const noexcept;
@@ -105,6 +111,9 @@ class Lcore {
   // Result segment `seg` of buffer out[buf] of chunk `c`, labelled `round`, to `rank`.
   void send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                     uint16_t rank) noexcept;
+  // send_segment once the amplification limit allowed it: the transmit itself.
+  void transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+                        uint16_t rank) noexcept;
   void send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept;
   void send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept;
   // A header-only answer to the sender of `rx` (errors, join acknowledgements).

@@ -29,6 +29,11 @@ struct Peer {
   bool known = false;
   bool previous_key = false;  // its packets carry the job's previous secret (a rotation's overlap window)
   uint32_t incarnation = 0;  // the worker process that joined this epoch as this rank (0: none yet)
+  // Whether a packet from the current address carried the address cookie (docs/protocol.md, "Address
+  // cookies"). Until then, what is sent to the address spends the bytes received from it: an address
+  // that may be spoofed never gets more than it sent.
+  bool proven = false;
+  uint64_t unproven_credit_bytes = 0;
   // The Ethernet/IPv4/UDP headers of the last message sent to this peer, reused while the snapshot and
   // the UDP payload length stay the same (every full-size result of a job has the same length).
   uint64_t l234_generation = 0;  // Snapshot::generation it was written from (0: nothing cached)

@@ -12,6 +12,7 @@
 #include "phub/config/config.hpp"
 #include "phub/engine/job_plan.hpp"
 #include "phub/engine/lcore_job.hpp"
+#include "phub/proto/auth.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::engine {
@@ -59,6 +60,8 @@ struct Snapshot {
   std::array<uint16_t, RTE_MAX_ETHPORTS> port_index{};
   uint64_t round_stall_tsc = 0;
   uint64_t tsc_hz = 0;
+  // The server's key for address cookies, drawn once at start (the same in every snapshot).
+  proto::AuthKey cookie_key;
 
   // Job index of a configured job id, or -1.
   [[nodiscard]] int job_by_id(uint32_t id) const noexcept {

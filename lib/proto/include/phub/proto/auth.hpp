@@ -33,6 +33,13 @@ void sign_header(const AuthKey& key, std::span<std::byte, kHeaderBytes> wire) no
 // Whether the tag stored in a wire header is right for `key`.
 [[nodiscard]] bool verify_header(const AuthKey& key, std::span<const std::byte, kHeaderBytes> wire) noexcept;
 
+// The address cookie a server gives a worker in `joined` (in the crc32c field): SipHash-2-4 of the job id,
+// the rank, and the IPv4 address and UDP port the join came from, under a key the server draws at start.
+// A worker that carries it in `aux` proves that it receives at that address; before that, the server
+// sends it no more bytes than it received from there (docs/protocol.md, "Address cookies"). Never 0.
+[[nodiscard]] uint32_t address_cookie(const AuthKey& server_key, uint32_t job_id, uint16_t rank, uint32_t ipv4,
+                                      uint16_t udp_port) noexcept;
+
 // CRC32C (Castagnoli) of a payload, standard form (init ~0, final xor ~0), computed with ISA-L.
 [[nodiscard]] uint32_t crc32c(std::span<const std::byte> data) noexcept;
 

@@ -46,6 +46,11 @@ inline constexpr uint8_t kOpcodeMax = 13;
   return op == Opcode::push || op == Opcode::result || op == Opcode::init;
 }
 
+// Opcodes in which a worker carries its address cookie in aux (see address_cookie in auth.hpp).
+[[nodiscard]] constexpr bool opcode_carries_cookie(Opcode op) noexcept {
+  return op == Opcode::push || op == Opcode::init || op == Opcode::rerequest || op == Opcode::pull;
+}
+
 // Header flag bits. Unknown bits are rejected.
 namespace flag {
 inline constexpr uint16_t crc = 1u << 0;         // crc32c field holds CRC32C of the payload

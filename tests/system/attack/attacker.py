@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""One attack against a phub-server, run inside the attacker's network namespace by attack_test.py. It
+speaks the wire protocol (docs/protocol.md) from a plain UDP socket and never joins, so the server has no
+proof that the attacker receives at its address. It prints one JSON line: the frame bytes it sent during
+the attack proper ("in", what the server received) and the frame bytes the server sent back to it ("out"),
+plus the setup's bytes, kept apart.
+
+Usage: attacker.py ATTACK SERVER_IP PORT JOB_ID [--seconds S]
+  rerequest  push one round of a 2-rank job's chunk 0 as both ranks (setup), then whole-chunk rerequests
+  pull       init chunk 0 of a 1-rank ps job as rank 0 (setup), then whole-chunk pulls
+  stall      push one segment as rank 0 of a 2-rank job whose rank 1 never comes, then listen: the
+             server's round_stalled reports
+  hijack     whole-chunk rerequests as rank 1 of a job other workers are running: each moves the rank's
+             address to the attacker's
+"""
+import json
+import select
+import socket
+import struct
+import sys
+import time
+
+HEADER = struct.Struct("!HBBHBBIHHIIIHHIIQIH")  # 54 bytes, docs/protocol.md "Header"
+assert HEADER.size == 54
+PUSH, RESULT, REREQUEST, ERROR, INIT, PULL = 1, 2, 3, 6, 11, 12
+EPOCH_MISMATCH = 6
+SEGMENT_ELEMS = 352   # fp32 at MTU 1500
+SEGMENTS = 8          # chunk 0 of the test's target jobs: 2816 elements
+L234_BYTES = 14 + 20 + 8
+
+
+def message(opcode, job, rank, rnd, seg=None, payload=b"", epoch=0):
+    offset, count = (0, 0) if seg is None else (seg * SEGMENT_ELEMS, SEGMENT_ELEMS)
+    return HEADER.pack(0x5048, 2, opcode, 0, 0, 0, job, rank, len(payload), rnd, 0, offset, count, epoch, 0, 0, 0,
+                       0, 0) + payload
+
+
+class Wire:
+    def __init__(self, server, port):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.sock.bind(("0.0.0.0", 0))
+        self.to = (server, port)
+        self.sent = self.got = 0
+        self.opcodes = {}
+        self.epoch = None  # the job's epoch, as an epoch_mismatch error names it
+
+    def send(self, data):
+        self.sock.sendto(data, self.to)
+        self.sent += len(data) + L234_BYTES
+
+    def listen(self, seconds):
+        end = time.time() + seconds
+        while True:
+            left = end - time.time()
+            if left <= 0:
+                return
+            if select.select([self.sock], [], [], left)[0]:
+                data = self.sock.recv(65536)
+                self.got += len(data) + L234_BYTES
+                op = data[3] if len(data) >= 4 else 0
+                self.opcodes[op] = self.opcodes.get(op, 0) + 1
+                if op == ERROR and len(data) >= HEADER.size and data[7] == EPOCH_MISMATCH:
+                    self.epoch = HEADER.unpack_from(data)[15] & 0xffff
+
+    def mark(self):
+        """The bytes so far, and start counting afresh."""
+        out = {"in": self.sent, "out": self.got}
+        self.sent = self.got = 0
+        return out
+
+
+def main():
+    attack, server, port, job = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    seconds = float(sys.argv[sys.argv.index("--seconds") + 1]) if "--seconds" in sys.argv else 2.0
+    w = Wire(server, port)
+    zeros = bytes(SEGMENT_ELEMS * 4)
+    requests = 200
+    if attack == "rerequest":
+        for rank in (0, 1):
+            for s in range(SEGMENTS):
+                w.send(message(PUSH, job, rank, 0, s, zeros))
+        w.listen(1.0)
+        setup = w.mark()
+        for _ in range(requests):
+            w.send(message(REREQUEST, job, 1, 0))
+    elif attack == "pull":
+        for s in range(SEGMENTS):
+            w.send(message(INIT, job, 0, 0, s, zeros))
+        w.listen(1.0)
+        setup = w.mark()
+        for _ in range(requests):
+            w.send(message(PULL, job, 0, 0))
+    elif attack == "stall":
+        setup = w.mark()
+        w.send(message(PUSH, job, 0, 0, 0, zeros))
+    elif attack == "hijack":
+        # The job's workers restarted it in a new epoch: an epoch_mismatch error names the current one.
+        w.send(message(REREQUEST, job, 1, 0))
+        w.listen(0.3)
+        epoch = w.epoch or 0
+        setup = w.mark()
+        end = time.time() + seconds
+        while time.time() < end:
+            for rnd in range(0, 400, 8):  # the attacker does not know the round: it guesses
+                w.send(message(REREQUEST, job, 1, rnd, epoch=epoch))
+            w.listen(0.02)
+    else:
+        raise SystemExit("unknown attack " + attack)
+    w.listen(seconds)
+    result = w.mark()
+    result.update(setup_in=setup["in"], setup_out=setup["out"], opcodes={str(k): v for k, v in w.opcodes.items()})
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
