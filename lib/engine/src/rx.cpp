@@ -100,12 +100,30 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
   const uint16_t owner = static_cast<uint16_t>(rx.udp.dst_port - s.jobs[job - 1]->cfg.port_base);
   if (owner != r_.index) {
     if (from_ring || owner >= r_.outbox.size() || r_.outbox[owner] == nullptr) return drop(Drop::wrong_owner);
+    // A hand-off ring is shared by every job: what cannot be a job's own packet does not take a slot.
+    if (!authentic_for_handoff(rx, s, static_cast<uint16_t>(job - 1))) return rte_pktmbuf_free(m);
     m->port = pi.port_id;  // some PMDs (net_ring) leave the sender's port id here
     if (rte_ring_sp_enqueue(r_.outbox[owner], m) != 0) return drop(Drop::ring_full);
     bump(counters_.redirected_out);
     return;
   }
   handle_phub(m, rx, s, static_cast<uint16_t>(job - 1));
+}
+
+bool Lcore::authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index) noexcept {
+  const JobPlan& plan = *s.jobs[job_index];
+  if (!plan.authenticated) return true;
+  rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
+  if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) {
+    bump(counters_.malformed[static_cast<size_t>(*e)]);
+    return false;
+  }
+  if (rx.hdr.job_id == plan.cfg.id && verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) return true;
+  // Counted here as the owner would count it; the owner never sees it.
+  count_drop(*s.lcore_jobs[r_.index][job_index],
+             rx.hdr.job_id != plan.cfg.id ? (s.job_by_id(rx.hdr.job_id) < 0 ? Drop::unknown_job : Drop::job_port_mismatch)
+                                          : Drop::bad_tag);
+  return false;
 }
 
 bool Lcore::may_answer(uint16_t port, const MacAddr& src_mac, uint32_t src_ip, const Snapshot& s) noexcept {

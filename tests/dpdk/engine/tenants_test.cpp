@@ -81,6 +81,53 @@ TEST(Tenants, ForgedAndForeignPacketsAreDroppedPerReasonOthersUnaffected) {
   EXPECT_EQ(job_counters(*t.engine, 0).pushes, 0u);
 }
 
+// A frame that arrives on another lcore's queue goes to its owner through a hand-off ring shared by every
+// job. For a job with a secret, only frames with the job's tag take a slot: a forged flood is dropped and
+// counted on the lcore that received it.
+TEST(Tenants, ForgedFramesTakeNoHandOffRingSlot) {
+  RingLink link{2};
+  auto job = make_job(1, 2, {352 * 2});
+  job.chunk_bytes = 352 * 4;  // two chunks: lcore 0 owns one, lcore 1 the other
+  job.secret = "handoff-secret";
+  auto cfg = make_config(link.server_name(), 2, {job});
+  auto e = engine::Engine::create(cfg);
+  ASSERT_TRUE(e) << e.error();
+  auto& engine = *e;
+  ASSERT_TRUE(engine->start());
+  Workers w(link.worker_name(), 2, *engine);
+  const auto& l = w.layout(job, 2);
+  ASSERT_EQ(l.chunk_count(), 2u);
+  const uint32_t chunk = l.chunk(0).owner == 1 ? 0 : 1;  // the chunk lcore 1 owns
+
+  auto misdirected = [&](uint16_t rank, const std::string& secret) {
+    proto::Header h;
+    h.opcode = proto::Opcode::push;
+    h.job_id = job.id;
+    h.rank = rank;
+    h.chunk_id = chunk;
+    h.elem_count = 352;
+    const auto payload = encode(std::vector<float>(352, 1.0f + rank), Dtype::fp32);
+    std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
+    ASSERT_TRUE(proto::build_phub_frame(w.addrs(rank, static_cast<uint16_t>(job.port_base + 1)), h, payload, frame));
+    proto::sign_header(proto::derive_key(secret),
+                       std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>());
+    proto::refresh_udp_checksum(frame);
+    w.send_frame(frame, 0);  // lcore 0's queue: not the owner's
+  };
+  constexpr int kForged = 300;
+  for (int i = 0; i < kForged; ++i) misdirected(0, "not-the-secret");
+  misdirected(0, job.secret);
+  misdirected(1, job.secret);
+  const auto got = w.receive(2);
+  ASSERT_EQ(got.size(), 2u) << "the genuine pushes went through the ring and completed the round";
+  for (const auto& r : got) EXPECT_EQ(decode(r.payload, Dtype::fp32)[7], 3.0f);
+  const auto t = engine->totals();
+  EXPECT_EQ(t.lcores.redirected_out, 2u) << "only the genuine frames took a ring slot";
+  EXPECT_EQ(t.lcores.drops[static_cast<size_t>(Drop::bad_tag)], static_cast<uint64_t>(kForged));
+  EXPECT_EQ(t.lcores.drops[static_cast<size_t>(Drop::ring_full)], 0u);
+  engine->stop();
+}
+
 TEST(Tenants, SourcesOutsideTheAllowedPrefixAreDropped) {
   TwoJobs t;
   const auto& b = t.cfg.jobs[1];

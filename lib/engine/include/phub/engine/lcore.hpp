@@ -90,6 +90,9 @@ class Lcore {
   // answers per port (a token bucket). Counts the refusal.
   bool may_answer(uint16_t port, const MacAddr& src_mac, uint32_t src_ip, const Snapshot& s) noexcept;
   void handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
+  // Before a frame of an authenticated job goes to its owner's hand-off ring: its header parses and its tag
+  // is the job's (the owner checks again). Counts and returns false otherwise.
+  bool authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   void on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
