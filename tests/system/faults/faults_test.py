@@ -12,6 +12,8 @@ verified by the workers. Phases, one server for the first four, restarted in the
   corrupt-2%     nftables payload mangling on the bridge: 4 bytes of gradient payload overwritten in 2 % of the
                  ranks' UDP frames (a raw write at @th: their UDP checksum left as it was); the server
                  (udp_checksum "verify") drops them as udp_checksum_bad, the ranks resend, nothing wrong
+  corrupt-crc-2% the same bytes written at @ih, for which nft updates the UDP checksum (so the server would sum
+                 them), to ranks that send the payload's CRC32C (--crc): the server drops them as bad_crc
   worker-kill    rank 1 of job "victim" SIGKILLed mid-run and started again at once: it waits (its rank is
                  held by the dead process), the surviving rank 0 fails with the clear error round_stalled at
                  its deadline, the test starts rank 0 again, which restarts the job in a new epoch; the
@@ -55,7 +57,7 @@ JOBS = [phubnet.job(1, "loss", 2, KEYS, 44100), phubnet.job(2, "victim", 2, KEYS
         phubnet.job(3, "steady", 2, KEYS, 44300), phubnet.job(4, "lag", 2, KEYS, 44400),
         phubnet.job(5, "flap", 2, KEYS, 44500), phubnet.job(6, "again", 2, KEYS, 44600),
         phubnet.job(7, "dup", 2, KEYS, 44700), phubnet.job(8, "reorder", 2, KEYS, 44800),
-        phubnet.job(9, "corrupt", 2, KEYS, 44900)]
+        phubnet.job(9, "corrupt", 2, KEYS, 44900), phubnet.job(20, "crc", 2, KEYS, 46000)]
 SETTINGS = dict(control=dict(metrics_interval_ms=METRICS_MS))
 NFT_TABLE = "phubfault"
 DELAY = ["--delay-us", "100", "--reorder", "0.05", "--reorder-extra-us", "1500"]
@@ -429,38 +431,55 @@ def phase_reorder(check, mx, net, sampler):
     leak_check(check, net, "reorder-5%", before)
 
 
-def phase_corrupt(check, mx, net, sampler):
+def corrupt(check, mx, net, fault, job, payload, counter, extra_args=()):
+    """Overwrites 4 bytes of gradient payload (UDP payload byte 100) in 2 % of the frames from both ranks of
+    `job` to the server, with the nft raw write `payload` (@th,864 or @ih,800: the same bytes), while they
+    run; the server's `counter(stats)` must count exactly the frames corrupted, less those lost on the way."""
     before = server_memory(net)
     br = net.prefix + "-br"
     link0 = link_counts(net)
     s0 = stats_after(net, time.time())
-    # A raw payload write at @th leaves the UDP checksum as it was; the write fails, and the counter after it
-    # does not count, on frames too short for the offset (joins, rerequests, the 1-element key).
-    # Only frames forwarded to the server's port: a frame the bridge floods (a destination it has not learnt
-    # yet, e.g. after the delay lines' ports went) passes this hook once per port.
+    # The write fails, and the counter after it does not count, on frames too short for the offset (joins,
+    # rerequests, the 1-element key). Only frames forwarded to the server's port: a frame the bridge floods
+    # (a destination it has not learnt yet, e.g. after the delay lines' ports went) passes this hook once
+    # per port.
     rules = ("table bridge %s {\n chain corrupt { type filter hook forward priority 0; iifname { \"w0\", \"w1\" } "
-             "oifname \"sv\" meta l4proto udp numgen random mod 1000 < 20 @th,%d,32 set 0x5a5a5a5a counter; }\n}\n"
-             % (NFT_TABLE, CORRUPT_OFFSET_BITS))
+             "oifname \"sv\" meta l4proto udp numgen random mod 1000 < 20 %s,32 set 0x5a5a5a5a counter; }\n}\n"
+             % (NFT_TABLE, payload))
     try:
         nft_apply(br, rules)
-        res = run_fault(net, "corrupt")
+        res = finish(start(net, job, [0, 1], ["--seconds", "2.5", "--timeout-ms", "20000"] + list(extra_args)))
         mangled = nft_dropped(br)
     finally:
         nft_clear(br)
     link1 = link_counts(net)
     s1 = stats_after(net, time.time() + 0.1)
-    bad = s1["drops"]["udp_checksum_bad"] - s0["drops"]["udp_checksum_bad"]
+    name, bad = counter(s1)
+    bad -= counter(s0)[1]
     lost = frames_lost_on_the_way(s0, link0, s1, link1)
     ok, detail = livenet.workers_ok(res)
     # Each corrupted frame reaches the server unless the kernel or the port lost it on the way (counted);
     # nothing else is bad.
-    check("corrupt-2%%: %d frames corrupted, %d dropped by the server as udp_checksum_bad (%d frames lost on the "
-          "server's link); every element verified" % (mangled, bad, lost),
+    check("%s: %d frames corrupted, %d dropped by the server as %s (%d frames lost on the server's link); "
+          "every element verified" % (fault, mangled, bad, name, lost),
           ok and mangled > 0 and mangled - lost <= bad <= mangled, detail)
-    mx.line("corrupt-2%", rounds_of(res), wrong_of(res), len(errors_of(res)), None,
-            "%d frames corrupted, %d counted udp_checksum_bad; %d resends" % (
-                mangled, bad, sum_field(res, "retransmits", "fast_retransmits")))
-    leak_check(check, net, "corrupt-2%", before)
+    mx.line(fault, rounds_of(res), wrong_of(res), len(errors_of(res)), None,
+            "%d frames corrupted, %d counted %s; %d resends" % (
+                mangled, bad, name, sum_field(res, "retransmits", "fast_retransmits")))
+    leak_check(check, net, fault, before)
+
+
+def phase_corrupt(check, mx, net, sampler):
+    """A raw write at @th leaves the UDP checksum as it was: the server's software check drops the frame."""
+    corrupt(check, mx, net, "corrupt-2%", "corrupt", "@th,%d" % CORRUPT_OFFSET_BITS,
+            lambda s: ("udp_checksum_bad", s["drops"]["udp_checksum_bad"]))
+
+
+def phase_corrupt_crc(check, mx, net, sampler):
+    """A raw write at @ih makes nft fix the UDP checksum for the new bytes, so only the payload CRC32C the ranks
+    send (--crc, the header's crc flag) can tell: the server drops the frame as malformed bad_crc."""
+    corrupt(check, mx, net, "corrupt-crc-2%", "crc", "@ih,%d" % (CORRUPT_OFFSET_BITS - 64),
+            lambda s: ("bad_crc", s["malformed"]["bad_crc"]), ["--crc"])
 
 
 def warm_up(check, net):
@@ -614,8 +633,8 @@ def main():
         baseline = idle_state(net, 1.0)
         sampler = Sampler(net)
         try:
-            phases = [phase_loss, phase_dup, phase_reorder, phase_corrupt, phase_kill, phase_straggler, phase_flap,
-                      "leaks", phase_server_restart]
+            phases = [phase_loss, phase_dup, phase_reorder, phase_corrupt, phase_corrupt_crc, phase_kill,
+                      phase_straggler, phase_flap, "leaks", phase_server_restart]
             if a.only:
                 phases = [p for p in phases if p == "leaks" or p.__name__[6:] in a.only.split(",")]
             for phase in phases:

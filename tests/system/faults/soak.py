@@ -3,9 +3,10 @@
 while the fault matrix's faults come in rotation and its config is reloaded live; every result element is
 verified by the workers (phub-demo-worker). Bed and faults: faults_test.py (same namespaces, same phases).
 
-Each cycle, while one fault phase runs on worker namespaces 0 and 1 (after it, for corrupt) (the rotation: loss 0.1/1/5 %, dup,
-reorder, corrupt, worker-kill, straggler, link-flap; the server restart is left out, it would reset what the
-soak measures), the background tenants run on namespaces 2 and 3, each with its own secret:
+Each cycle runs one fault phase on worker namespaces 0 and 1 (the rotation: loss 0.1/1/5 %, dup, reorder,
+corrupt, corrupt-crc, worker-kill, straggler, link-flap; the server restart is left out, it would reset what
+the soak measures) while the background tenants run on namespaces 2 and 3 (after it, for the two corrupt
+phases, which read the link's counters while it is quiet), each tenant with its own secret:
   ps-adam       ps mode, Adam, fresh weights each run, every update verified
   ps-momentum   ps mode, momentum + weight decay, mean
   det-bf16      allreduce, bf16, deterministic mean (bit-exact whatever the arrival order)
@@ -44,8 +45,8 @@ TENANTS = [phubnet.job(10, "ps-adam", 2, ft.KEYS, 45000, mode="ps", optimizer=AD
            phubnet.job(12, "det-bf16", 2, ft.KEYS, 45200, dtype="bf16", reduce="mean", deterministic=True,
                        secret="tenant-c")]
 EXTRA = phubnet.job(13, "extra", 2, ft.KEYS, 45300, secret="tenant-d")
-ROTATION = [ft.phase_loss, ft.phase_dup, ft.phase_reorder, ft.phase_corrupt, ft.phase_kill, ft.phase_straggler,
-            ft.phase_flap]
+ROTATION = [ft.phase_loss, ft.phase_dup, ft.phase_reorder, ft.phase_corrupt, ft.phase_corrupt_crc, ft.phase_kill,
+            ft.phase_straggler, ft.phase_flap]
 BACKGROUND_NS = [2, 3]
 
 
@@ -130,10 +131,10 @@ def main():
                 phase = ROTATION[i % len(ROTATION)]
                 mx = ft.Matrix(check, quiet=True)
                 lat0 = latency_us(ctl.stats(), "det-bf16")
-                # The corruption phase accounts for every corrupted frame with the server's link quiet at its
+                # The corruption phases account for every corrupted frame with the server's link quiet at their
                 # readings (frames lost in af_packet's ring are seen only as kernel rx minus port rx): the
-                # tenants start after it in that cycle.
-                quiet_phase = phase is ft.phase_corrupt
+                # tenants start after them in their cycles.
+                quiet_phase = phase in (ft.phase_corrupt, ft.phase_corrupt_crc)
                 bg = None if quiet_phase else start_background(net)
                 try:
                     phase(check, mx, net, sampler)
