@@ -32,6 +32,11 @@ CounterReport Engine::report() const {
     r.jobs.push_back(std::move(job));
   }
   for (size_t p = 0; p < ports_.size(); ++p) r.ports.push_back({s.ports[p].name, ports_[p]->stats()});
+  auto pool = [&r](const drivers::Mempool& m) {
+    if (const rte_mempool* mp = m.get()) r.pools.push_back({mp->name, mp->size, m.in_use(), m.available()});
+  };
+  for (const auto& m : rx_pools_) pool(m);
+  for (const auto* m : {&hdr_pool_, &ext_pool_, &copy_pool_}) pool(*m);
   return r;
 }
 
@@ -80,6 +85,9 @@ std::string format_report(const CounterReport& r) {
     o << "port " << p.name << ": rx_packets " << p.stats.rx_packets << " rx_missed " << p.stats.rx_missed
       << " rx_nombuf " << p.stats.rx_nombuf << " rx_errors " << p.stats.rx_errors << " tx_packets "
       << p.stats.tx_packets << " tx_errors " << p.stats.tx_errors << "\n";
+  }
+  for (const auto& p : r.pools) {
+    o << "pool " << p.name << ": size " << p.size << " in_use " << p.in_use << " avail " << p.avail << "\n";
   }
   return o.str();
 }

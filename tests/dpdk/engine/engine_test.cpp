@@ -371,6 +371,15 @@ TEST_P(Allreduce, EveryResultIsExactForThreeRounds) {
   // Every result was received and freed: its header mbuf and its share of the payload mbuf (one per
   // segment, shared by all recipients) are back in their pools.
   EXPECT_EQ(s.engine->transmit_mbufs_in_use(), 0u);
+  // The report's pool gauges (phub-ctl stats) say the same for the transmit pools; every pool adds up.
+  const auto r = s.engine->report();
+  ASSERT_TRUE(std::any_of(r.pools.begin(), r.pools.end(), [](const auto& q) { return q.name == "phub_hdr"; }));
+  for (const auto& pool : r.pools) {
+    EXPECT_EQ(pool.in_use + pool.avail, pool.size) << pool.name;
+    if (!pool.name.starts_with("phub_rx")) {
+      EXPECT_EQ(pool.in_use, 0u) << pool.name;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Allreduce,

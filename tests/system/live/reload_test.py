@@ -71,19 +71,23 @@ class Reloader:
         text = self.net.config_text([A, b_job(i + 1), D] + ([C] if with_c else []), polling=POLLING,
                                     settings=SETTINGS)
         by_signal = i % 4 == 3
-        if by_signal:
-            livenet.write(self.last_path, text)
-            log_mark = os.path.getsize(self.net.server_log)
-            self.net.signal_server(signal.SIGHUP)
-            message = self.wait_signal_outcome(log_mark)
-        else:
-            self.last_path = livenet.write(os.path.join(self.net.tmp, "reload-%03d.lua" % i), text)
-            rc, out, err = self.ctl("reload", self.last_path)
-            message = out.strip() if rc == 0 else "exit %d: %s" % (rc, err.strip())
+        message = self.apply(text, by_signal, "reload-%03d.lua" % i)
         self.messages.append((i, "SIGHUP" if by_signal else "phub-ctl", message))
         if " applied: " not in message:
             self.failures.append((i, message))
         return message
+
+    def apply(self, text, by_signal, file_name):
+        """Reloads `text`: by SIGHUP (written over the last applied file) or by phub-ctl (a new file,
+        file_name in the test's directory). The server's outcome line."""
+        if by_signal:
+            livenet.write(self.last_path, text)
+            log_mark = os.path.getsize(self.net.server_log)
+            self.net.signal_server(signal.SIGHUP)
+            return self.wait_signal_outcome(log_mark)
+        self.last_path = livenet.write(os.path.join(self.net.tmp, file_name), text)
+        rc, out, err = self.ctl("reload", self.last_path)
+        return out.strip() if rc == 0 else "exit %d: %s" % (rc, err.strip())
 
     def wait_signal_outcome(self, log_mark, timeout_s=30):
         deadline = time.time() + timeout_s

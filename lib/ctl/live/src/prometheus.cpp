@@ -161,6 +161,17 @@ void port_families(const engine::CounterReport& r, std::vector<MetricFamily>& ou
   }
 }
 
+void pool_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
+  auto in_use = family("phub_mempool_in_use", "mbufs out of the pool (in flight, queued or held)", MetricType::Gauge);
+  auto avail = family("phub_mempool_avail", "mbufs in the pool, per-lcore caches included", MetricType::Gauge);
+  for (const auto& p : r.pools) {
+    in_use.metric.push_back(gauge({{"pool", p.name}}, static_cast<double>(p.in_use)));
+    avail.metric.push_back(gauge({{"pool", p.name}}, static_cast<double>(p.avail)));
+  }
+  out.push_back(std::move(in_use));
+  out.push_back(std::move(avail));
+}
+
 }  // namespace
 
 std::vector<MetricFamily> metric_families(const engine::CounterReport& r) {
@@ -169,6 +180,7 @@ std::vector<MetricFamily> metric_families(const engine::CounterReport& r) {
   job_families(r, out);
   drop_families(r, out);
   port_families(r, out);
+  pool_families(r, out);
   return out;
 }
 

@@ -80,6 +80,16 @@ std::string report_json(const CounterSample& s) {
     w.end_object();
   }
   w.end_array();
+  w.begin_array("pools");
+  for (const auto& p : r.pools) {
+    w.begin_object();
+    w.value("name", p.name);
+    w.value("size", p.size);
+    w.value("in_use", p.in_use);
+    w.value("avail", p.avail);
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
   return w.str();
 }

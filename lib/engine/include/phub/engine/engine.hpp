@@ -47,9 +47,17 @@ struct CounterReport {
     std::string name;
     drivers::PortStats stats;
   };
+  // An mbuf pool of the engine (receive, headers, result references, copies): mbufs out of the pool
+  // (received and not yet freed, queued for transmit, in a descriptor ring) and mbufs in it, per-lcore
+  // caches included. A gauge, read with rte_mempool_in_use_count/avail_count (control thread only).
+  struct Pool {
+    std::string name;
+    unsigned size = 0, in_use = 0, avail = 0;
+  };
   std::vector<Lcore> lcores;
   std::vector<Job> jobs;
   std::vector<Port> ports;
+  std::vector<Pool> pools;
   uint64_t tsc_hz = 0;
 };
 
