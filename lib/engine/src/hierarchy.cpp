@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "phub/proto/auth.hpp"
+#include "phub/proto/frame.hpp"
 
 namespace phub::engine {
 namespace {
@@ -110,6 +111,48 @@ std::vector<std::string> fingerprint_differences(const HubFingerprint& mine, con
     out.push_back(std::string(fingerprint_component_name(static_cast<HubFingerprint::Component>(i))) + " differs");
   }
   return out;
+}
+
+Expected<HubPlan, std::string> plan_hierarchy(const config::Config& cfg, const JobPlan& plan, uint16_t mtu) {
+  const config::Job& j = plan.cfg;
+  if (cfg.racks.empty()) return unexpected(job_label(j) + ": the config has no racks");
+  if (!plan.authenticated) {
+    return unexpected(job_label(j) + ".secret: required when racks are set (hub forwards are authenticated with it)");
+  }
+  if (j.shard_count != 1) {
+    return unexpected(job_label(j) + ".shard: a job cannot be both sharded and spread over racks");
+  }
+  HubPlan h;
+  const auto self = std::find_if(cfg.racks.begin(), cfg.racks.end(), [&](const config::Rack& r) { return r.name == cfg.rack; });
+  if (self == cfg.racks.end()) return unexpected("rack: \"" + cfg.rack + "\" is not one of racks[].name");
+  h.my_rack = static_cast<uint16_t>(self - cfg.racks.begin());
+  for (const config::Rack& r : cfg.racks) h.hubs.push_back({r.hub_ipv4, r.hub_port_base != 0 ? r.hub_port_base : j.port_base});
+
+  // Validation made every rank appear in exactly one rack; a rank found in none is still refused here.
+  h.rack_of_rank.assign(j.workers, UINT16_MAX);
+  for (const auto& entry : j.ranks_by_rack) {
+    const auto it = std::find_if(cfg.racks.begin(), cfg.racks.end(), [&](const config::Rack& r) { return r.name == entry.first; });
+    if (it == cfg.racks.end()) return unexpected(job_label(j) + ".ranks_by_rack: no rack \"" + entry.first + "\"");
+    for (uint16_t rank : entry.second) {
+      if (rank < j.workers) h.rack_of_rank[rank] = static_cast<uint16_t>(it - cfg.racks.begin());
+    }
+  }
+  for (uint16_t rank = 0; rank < j.workers; ++rank) {
+    if (h.rack_of_rank[rank] == UINT16_MAX) {
+      return unexpected(job_label(j) + ".ranks_by_rack: rank " + std::to_string(rank) + " is in no rack");
+    }
+    if (h.rack_of_rank[rank] == h.my_rack) h.local_ranks.push_back(rank);
+  }
+
+  auto homes = proto::HomeMap::build(plan.layout, static_cast<uint16_t>(cfg.racks.size()));
+  if (!homes) return unexpected(job_label(j) + ": " + homes.error());
+  h.homes = std::move(*homes);
+  h.piece_elems = proto::segment_elems(mtu, Dtype::fp32);
+  if (h.piece_elems == 0) return unexpected(job_label(j) + ": MTU " + std::to_string(mtu) + " leaves no room for a partial");
+  h.pieces_per_segment = static_cast<uint16_t>((plan.math.segment_elems + h.piece_elems - 1) / h.piece_elems);
+  h.payload_key = proto::fwd_payload_key(plan.key);
+  h.fingerprint = hub_fingerprint(cfg, plan);
+  return h;
 }
 
 }  // namespace phub::engine

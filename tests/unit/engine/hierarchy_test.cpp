@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <tuple>
 
 #include "phub/engine/hierarchy.hpp"
 
@@ -136,6 +137,73 @@ TEST(HubFingerprint, AnAllreduceJobIgnoresOptimizerSettings) {
   auto b = a;
   b.jobs[0].optimizer.lr = 0.5f;
   EXPECT_EQ(fingerprint(a), fingerprint(b));
+}
+
+JobPlan plan_of(const config::Config& c) {
+  auto plan = plan_job(c.jobs[0], static_cast<uint16_t>(c.lcores.size()), c.ports[0].mtu,
+                       agg::kernels_for(agg::Isa::scalar));
+  EXPECT_TRUE(plan.has_value()) << plan.error();
+  return *plan;
+}
+
+TEST(HubPlan, ATwoRackJobSeenFromEachHub) {
+  for (const auto& [rack, self, local] : {std::tuple{"rack-a", 0, std::vector<uint16_t>{0, 1}},
+                                          std::tuple{"rack-b", 1, std::vector<uint16_t>{2, 3}}}) {
+    auto c = hub(rack, self == 0 ? 0xc6121401 : 0xc6121501, {1, 2});
+    c.racks[1].hub_port_base = 43000;
+    const JobPlan plan = plan_of(c);
+    auto h = plan_hierarchy(c, plan, 1500);
+    ASSERT_TRUE(h.has_value()) << h.error();
+    EXPECT_EQ(h->my_rack, self);
+    EXPECT_EQ(h->local_ranks, local);
+    EXPECT_EQ(h->rack_of_rank, (std::vector<uint16_t>{0, 0, 1, 1}));
+    ASSERT_EQ(h->hubs.size(), 2u);
+    EXPECT_EQ(h->hubs[0].ipv4, 0xc6121401u);
+    EXPECT_EQ(h->hubs[0].port_base, 42000u);  // hub_port_base 0: the job's
+    EXPECT_EQ(h->hubs[1].port_base, 43000u);
+    // bf16 at MTU 1500: segments of 704 elements travel as fp32 partials in two pieces of 352.
+    EXPECT_EQ(plan.math.segment_elems, 704u);
+    EXPECT_EQ(h->piece_elems, 352u);
+    EXPECT_EQ(h->pieces_per_segment, 2u);
+    EXPECT_EQ(h->payload_key, proto::fwd_payload_key(proto::derive_key("s")));
+    EXPECT_EQ(h->fingerprint, hub_fingerprint(c, plan));
+    auto homes = proto::HomeMap::build(plan.layout, 2);
+    ASSERT_TRUE(homes.has_value());
+    for (uint32_t chunk = 0; chunk < plan.layout.chunk_count(); ++chunk) EXPECT_EQ(h->homes.home(chunk), homes->home(chunk));
+    EXPECT_FALSE(h->homes.homed(0).empty());
+    EXPECT_FALSE(h->homes.homed(1).empty());
+  }
+}
+
+TEST(HubPlan, AnFp32JobForwardsOnePiecePerSegment) {
+  auto c = hub("rack-a", 0xc6121401, {1});
+  c.jobs[0].dtype = Dtype::fp32;
+  auto h = plan_hierarchy(c, plan_of(c), 1500);
+  ASSERT_TRUE(h.has_value()) << h.error();
+  EXPECT_EQ(h->pieces_per_segment, 1u);
+  EXPECT_EQ(h->piece_elems, 352u);
+}
+
+TEST(HubPlan, AJobWithoutASecretOrShardedIsRefused) {
+  auto c = hub("rack-a", 0xc6121401, {1});
+  c.jobs[0].secret.clear();
+  auto h = plan_hierarchy(c, plan_of(c), 1500);
+  ASSERT_FALSE(h.has_value());
+  EXPECT_NE(h.error().find("secret: required when racks are set"), std::string::npos) << h.error();
+
+  auto s = hub("rack-a", 0xc6121401, {1});
+  s.jobs[0].shard_count = 2;
+  auto g = plan_hierarchy(s, plan_of(s), 1500);
+  ASSERT_FALSE(g.has_value());
+  EXPECT_NE(g.error().find("both sharded and spread over racks"), std::string::npos) << g.error();
+}
+
+TEST(HubPlan, ARankInNoRackIsRefused) {
+  auto c = hub("rack-a", 0xc6121401, {1});
+  c.jobs[0].ranks_by_rack[1].second = {2};  // rank 3 nowhere (validation would have said so already)
+  auto h = plan_hierarchy(c, plan_of(c), 1500);
+  ASSERT_FALSE(h.has_value());
+  EXPECT_NE(h.error().find("rank 3 is in no rack"), std::string::npos) << h.error();
 }
 
 }  // namespace

@@ -9,7 +9,10 @@
 #include <vector>
 
 #include "phub/config/config.hpp"
+#include "phub/base/expected.hpp"
 #include "phub/engine/job_plan.hpp"
+#include "phub/proto/auth.hpp"
+#include "phub/proto/homes.hpp"
 
 namespace phub::engine {
 
@@ -31,5 +34,28 @@ struct HubFingerprint {
 // One line per component that differs, naming it: empty when the hubs agree.
 [[nodiscard]] std::vector<std::string> fingerprint_differences(const HubFingerprint& mine,
                                                                const HubFingerprint& theirs);
+
+// A job's place in the hierarchy, as this hub sees it (docs/hierarchy.md). Pure: from the config and the plan.
+struct HubPlan {
+  struct Hub {
+    uint32_t ipv4 = 0;        // racks[].hub_ipv4 (host order)
+    uint16_t port_base = 0;   // the job's UDP port base at that hub (racks[].hub_port_base, 0: the job's)
+  };
+  uint16_t my_rack = 0;                 // this hub's rack index (position in racks)
+  std::vector<Hub> hubs;                // by rack index
+  std::vector<uint16_t> rack_of_rank;   // by rank
+  std::vector<uint16_t> local_ranks;    // the ranks of this hub's rack, increasing (the summation order)
+  proto::HomeMap homes;                 // chunk -> home rack index
+  uint32_t piece_elems = 0;             // elements per fwd_partial: segment_elems(mtu, fp32)
+  uint16_t pieces_per_segment = 1;      // fwd_partial pieces of one full segment
+  proto::AuthKey payload_key;           // fwd_payload_key of the job key
+  HubFingerprint fingerprint;
+};
+
+// The hierarchy of `plan`'s job on a hub running `cfg` whose ports have the IP MTU `mtu`. Refuses, naming
+// the field, a job that cannot be hierarchical: no secret (forwards must be authenticated), or sharded.
+// `cfg` has racks (a flat config has no hierarchy to plan).
+[[nodiscard]] Expected<HubPlan, std::string> plan_hierarchy(const config::Config& cfg, const JobPlan& plan,
+                                                            uint16_t mtu);
 
 }  // namespace phub::engine
