@@ -178,7 +178,7 @@ Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
   for (uint16_t src = 0; src < nl; ++src) {
     for (uint16_t dst = 0; dst < nl; ++dst) {
       if (src == dst) continue;
-      auto r = ring("phub_h" + std::to_string(src) + "_" + std::to_string(dst), cfg.limits.ring_entries,
+      auto r = ring(names_ + "h" + std::to_string(src) + "_" + std::to_string(dst), cfg.limits.ring_entries,
                     static_cast<int>(rte_lcore_to_socket_id(cfg.lcores[dst].id)));
       if (!r) return unexpected(r.error());
       rings_[src][dst] = *r;
@@ -187,10 +187,10 @@ Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
   constexpr uint32_t kRequestEntries = 64;
   for (uint16_t i = 0; i < nl; ++i) {
     const int socket = static_cast<int>(rte_lcore_to_socket_id(cfg.lcores[i].id));
-    auto req = ring("phub_req" + std::to_string(i), kRequestEntries, socket);
+    auto req = ring(names_ + "req" + std::to_string(i), kRequestEntries, socket);
     if (!req) return unexpected(req.error());
     requests_.push_back(*req);
-    auto resp = ring("phub_resp" + std::to_string(i), kRequestEntries, socket);
+    auto resp = ring(names_ + "resp" + std::to_string(i), kRequestEntries, socket);
     if (!resp) return unexpected(resp.error());
     responses_.push_back(*resp);
   }

@@ -1,6 +1,7 @@
 // Round state machine and arithmetic of one chunk (see chunk.hpp).
 #include "phub/engine/chunk.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace phub::engine {
@@ -26,18 +27,26 @@ float* sum_of(const JobMath& m, Chunk& c) noexcept {
 bool needs_moment1(const JobMath& m) noexcept { return m.ps && m.optimizer.kind != agg::OptimizerKind::sgd; }
 bool needs_moment2(const JobMath& m) noexcept { return m.ps && m.optimizer.kind == agg::OptimizerKind::adam; }
 
-// Sum the staged contributions of every rank in rank order into the running sum (deterministic mode).
-void tall_in_rank_order(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexcept {
+// dst = the staged contributions of ranks rank_at(0), rank_at(1), ... rank_at(count - 1), added left to
+// right in fp32 (elements count..: a batch continues the sum of the one before it).
+template <class RankAt>
+void tall_of_ranks(const JobMath& m, const Chunk& c, uint16_t count, RankAt rank_at, uint32_t off, uint32_t n,
+                   float* dst) noexcept {
   constexpr uint16_t kBatch = 64;
   const std::byte* srcs[kBatch];
   const size_t in_bytes = dtype_bytes(m.in_dtype);
-  for (uint16_t first = 0; first < m.workers; first += kBatch) {
-    const uint16_t k = static_cast<uint16_t>(m.workers - first < kBatch ? m.workers - first : kBatch);
+  for (uint16_t first = 0; first < count || first == 0; first += kBatch) {
+    const uint16_t k = static_cast<uint16_t>(count - first < kBatch ? count - first : kBatch);
     for (uint16_t j = 0; j < k; ++j) {
-      srcs[j] = c.staging + (static_cast<size_t>(first + j) * c.elems + off) * in_bytes;
+      srcs[j] = c.staging + (static_cast<size_t>(rank_at(first + j)) * c.elems + off) * in_bytes;
     }
-    m.kernels->tall(sum_of(m, c) + off, srcs, k, m.in_dtype, n, first == 0);
+    m.kernels->tall(dst, srcs, k, m.in_dtype, n, first == 0);
   }
+}
+
+// Sum the staged contributions of every rank in rank order into the running sum (deterministic mode).
+void tall_in_rank_order(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexcept {
+  tall_of_ranks(m, c, m.workers, [](uint16_t i) { return i; }, off, n, sum_of(m, c) + off);
 }
 
 // The segment has every contribution: reduce it and write its result into out[cur].
@@ -61,6 +70,21 @@ void finish_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexce
 }
 
 }  // namespace
+
+void rack_partial(const JobMath& m, const Chunk& c, std::span<const uint16_t> ranks, uint32_t off, uint32_t n,
+                  float* dst) noexcept {
+  tall_of_ranks(m, c, static_cast<uint16_t>(ranks.size()), [&](uint16_t i) { return ranks[i]; }, off, n, dst);
+}
+
+void sum_partials(const agg::Kernels& k, std::span<const float* const> partials, uint32_t n, float* dst) noexcept {
+  constexpr size_t kBatch = 64;
+  const std::byte* srcs[kBatch];
+  for (size_t first = 0; first < partials.size() || first == 0; first += kBatch) {
+    const size_t count = std::min(partials.size() - first, kBatch);
+    for (size_t j = 0; j < count; ++j) srcs[j] = reinterpret_cast<const std::byte*>(partials[first + j]);
+    k.tall(dst, srcs, count, Dtype::fp32, n, first == 0);
+  }
+}
 
 ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments) noexcept {
   ChunkSizes s;

@@ -39,6 +39,10 @@ std::optional<std::string> unsupported_settings(const config::Config& cfg) {
 Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Config& cfg) {
   if (auto why = unsupported_settings(cfg)) return unexpected(*why);
   std::unique_ptr<Engine> e(new Engine());
+  static std::atomic<uint32_t> engines{0};
+  if (const uint32_t n = engines.fetch_add(1, std::memory_order_relaxed); n != 0) {
+    e->names_ = "phub" + std::to_string(n + 1) + "_";
+  }
   e->kernels_ = &agg::select_kernels();
   if (getrandom(&e->cookie_key_, sizeof(e->cookie_key_), 0) != static_cast<ssize_t>(sizeof(e->cookie_key_))) {
     return unexpected(std::string("getrandom: no key for address cookies"));
@@ -84,10 +88,10 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
   const auto nl = static_cast<uint16_t>(cfg.lcores.size());
   const int socket = static_cast<int>(rte_socket_id()) < 0 ? 0 : static_cast<int>(rte_socket_id());
   const uint32_t mbufs = cfg.limits.mbufs;
-  auto hdr = drivers::Mempool::create("phub_hdr", mbufs, RTE_PKTMBUF_HEADROOM + 128, socket);
+  auto hdr = drivers::Mempool::create(names_ + "hdr", mbufs, RTE_PKTMBUF_HEADROOM + 128, socket);
   if (!hdr) return unexpected(hdr.error());
   hdr_pool_ = std::move(*hdr);
-  auto ext = drivers::Mempool::create("phub_ext", mbufs, 0, socket);
+  auto ext = drivers::Mempool::create(names_ + "ext", mbufs, 0, socket);
   if (!ext) return unexpected(ext.error());
   ext_pool_ = std::move(*ext);
 
@@ -101,7 +105,7 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
   bool need_copy = false;
   for (size_t i = 0; i < cfg.ports.size(); ++i) {
     const auto& pc = cfg.ports[i];
-    auto pool = drivers::Mempool::create("phub_rx" + std::to_string(i), mbufs, room, socket, 256, kRxPrivBytes);
+    auto pool = drivers::Mempool::create(names_ + "rx" + std::to_string(i), mbufs, room, socket, 256, kRxPrivBytes);
     if (!pool) return unexpected(pool.error());
     drivers::PortSpec spec;
     spec.devargs = pc.device;
@@ -118,7 +122,7 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
     ports_.push_back(std::make_unique<drivers::EthPort>(std::move(*port)));
   }
   if (need_copy) {
-    auto copy = drivers::Mempool::create("phub_copy", mbufs, room, socket);
+    auto copy = drivers::Mempool::create(names_ + "copy", mbufs, room, socket);
     if (!copy) return unexpected(copy.error());
     copy_pool_ = std::move(*copy);
   }

@@ -208,6 +208,9 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   if (plan.authenticated && !verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
     return drop(Drop::bad_tag);
   }
+  // Hub forwards name a rack, not a rank: this server forwards nothing yet (docs/hierarchy.md), and they
+  // must never reach a rank's address or a round.
+  if (proto::opcode_is_forward(rx.hdr.opcode)) return drop(Drop::unexpected_opcode);
   if (rx.hdr.rank >= plan.math.workers) return drop(Drop::bad_rank);
   if (!source_allowed(plan.cfg, rx.ip.src) ||
       (!plan.cfg.worker_ipv4.empty() && plan.cfg.worker_ipv4[rx.hdr.rank] != rx.ip.src)) {

@@ -92,6 +92,28 @@ uint32_t address_cookie(const AuthKey& server_key, uint32_t job_id, uint16_t ran
   return cookie != 0 ? cookie : 1;  // 0 means "no cookie" in a worker's aux
 }
 
+AuthKey fwd_payload_key(const AuthKey& job_key) noexcept {
+  constexpr std::string_view k0 = "phub-fwd-payload-k0", k1 = "phub-fwd-payload-k1";
+  return AuthKey{siphash24(job_key, std::as_bytes(std::span(k0.data(), k0.size()))),
+                 siphash24(job_key, std::as_bytes(std::span(k1.data(), k1.size())))};
+}
+
+void seal_fwd(const AuthKey& job_key, const AuthKey& payload_key, std::span<std::byte, kHeaderBytes> wire,
+              std::span<const std::byte> payload) noexcept {
+  const uint64_t mac = siphash24(payload_key, payload);
+  store_be<uint32_t>(wire.data() + kCrcOffset, static_cast<uint32_t>(mac >> 32));
+  store_be<uint32_t>(wire.data() + kAuxOffset, static_cast<uint32_t>(mac));
+  sign_header(job_key, wire);
+}
+
+bool verify_fwd(const AuthKey& job_key, const AuthKey& payload_key, std::span<const std::byte, kHeaderBytes> wire,
+                std::span<const std::byte> payload) noexcept {
+  if (!verify_header(job_key, wire)) return false;
+  const uint64_t carried = (static_cast<uint64_t>(load_be<uint32_t>(wire.data() + kCrcOffset)) << 32) |
+                           load_be<uint32_t>(wire.data() + kAuxOffset);
+  return carried == siphash24(payload_key, payload);
+}
+
 uint32_t crc32c(std::span<const std::byte> data) noexcept {
   // ISA-L's crc32_iscsi takes and returns the raw register; the standard CRC32C inverts both ends.
   auto* p = reinterpret_cast<unsigned char*>(const_cast<std::byte*>(data.data()));  // ISA-L does not write

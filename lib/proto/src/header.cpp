@@ -11,7 +11,7 @@ namespace {
 
 constexpr size_t kOffMagic = 0, kOffVersion = 2, kOffOpcode = 3, kOffFlags = 4, kOffDtype = 6, kOffStatus = 7,
                  kOffJob = 8, kOffRank = 12, kOffPayloadBytes = 14, kOffRound = 16, kOffChunk = 20,
-                 kOffElemOffset = 24, kOffElemCount = 28, kOffEpoch = 30, kOffAux = 36, kOffSeq = 48,
+                 kOffElemOffset = 24, kOffElemCount = 28, kOffEpoch = 30, kOffAux = kAuxOffset, kOffSeq = 48,
                  kOffReserved1 = 52;
 
 }  // namespace
@@ -49,6 +49,11 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   h.seq = load_be<uint32_t>(p + kOffSeq);
 
   if (h.payload_bytes != udp_payload.size() - kHeaderBytes) return ParseError::payload_length_mismatch;
+  // A forward's crc32c field is half of its payload MAC; a partial is the unrounded fp32 sum.
+  if (opcode_is_forward(h.opcode) &&
+      ((h.flags & flag::crc) != 0 || (h.opcode == Opcode::fwd_partial && h.dtype != Dtype::fp32))) {
+    return ParseError::bad_forward;
+  }
   if (opcode_carries_elems(h.opcode)) {
     if (static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) != h.payload_bytes) {
       return ParseError::elem_count_mismatch;

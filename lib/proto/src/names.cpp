@@ -9,6 +9,8 @@ std::string_view opcode_name(Opcode op) noexcept {
     case Opcode::push: return "push";
     case Opcode::result: return "result";
     case Opcode::rerequest: return "rerequest";
+    case Opcode::fwd_partial: return "fwd_partial";
+    case Opcode::fwd_result: return "fwd_result";
     case Opcode::error: return "error";
     case Opcode::join: return "join";
     case Opcode::leave: return "leave";
@@ -63,6 +65,7 @@ std::string_view parse_error_name(ParseError e) noexcept {
     case ParseError::arp_malformed: return "arp_malformed";
     case ParseError::icmp_malformed: return "icmp_malformed";
     case ParseError::icmp_bad_checksum: return "icmp_bad_checksum";
+    case ParseError::bad_forward: return "bad_forward";
     case ParseError::count_: break;
   }
   return "unknown";

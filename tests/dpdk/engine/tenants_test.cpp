@@ -190,6 +190,42 @@ TEST(Tenants, MalformedFramesAreCountedAndServiceGoesOn) {
   EXPECT_EQ(decode(got[0].payload, Dtype::fp32)[0], 5.0f);
 }
 
+// A hub forward with a valid tag and payload MAC, from another address and naming rank 0 as its rack:
+// this server forwards nothing yet, so it is counted and dropped before it can move rank 0's address
+// or count towards a round.
+TEST(Tenants, HubForwardsAreDroppedBeforeTheyTouchARankOrARound) {
+  TwoJobs t;
+  const auto& a = t.cfg.jobs[0];
+  const proto::AuthKey key = proto::derive_key(a.secret);
+  t.w->send(a, 0, t.push(0, 0), t.payload(1));
+  for (proto::Opcode op : {proto::Opcode::fwd_partial, proto::Opcode::fwd_result}) {
+    proto::Header h = t.push(0, 0);
+    h.opcode = op;
+    h.job_id = a.id;
+    auto addrs = t.w->addrs(0, a.port_base);
+    addrs.src_ip += 50;
+    addrs.src_port += 50;
+    std::vector<std::byte> frame(proto::kFrameHeadersBytes + 352 * 4);
+    ASSERT_TRUE(proto::build_phub_frame(addrs, h, t.payload(100), frame).has_value());
+    auto wire = std::span(frame).subspan(42).first<proto::kHeaderBytes>();
+    proto::seal_fwd(key, proto::fwd_payload_key(key), wire, std::span(frame).subspan(42 + proto::kHeaderBytes));
+    proto::refresh_udp_checksum(frame);
+    t.w->send_frame(frame, 0);
+  }
+  EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
+  EXPECT_EQ(drops(*t.engine, Drop::unexpected_opcode), 2u);
+
+  t.w->send(a, 1, t.push(0, 1), t.payload(2));
+  auto got = t.w->receive(2);
+  ASSERT_EQ(got.size(), 2u);
+  for (const auto& r : got) {
+    EXPECT_EQ(decode(r.payload, Dtype::fp32)[7], 3.0f);  // 1 + 2: no forward was summed
+    EXPECT_EQ(r.dst_ip, kServerIp + 100 + r.hdr.rank) << "rank " << r.hdr.rank;
+    EXPECT_EQ(r.dst_port, 50000 + r.hdr.rank);
+  }
+  EXPECT_EQ(job_counters(*t.engine, 0).pushes, 2u);
+}
+
 TEST(Tenants, QuotaAndServerMemoryAreEnforcedAtAdmission) {
   RingLink link(1);
   auto big = make_job(1, 8, {4'000'000});

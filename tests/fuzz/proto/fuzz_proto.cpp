@@ -35,6 +35,23 @@ void round_trip(const PhubFrame& f) {
   check(std::memcmp(again->payload.data(), f.payload.data(), f.payload.size()) == 0);
 }
 
+// A parsed hub forward: whatever it carries, its MAC check terminates, and sealing it makes it verify
+// (and still parse) while any other payload fails.
+void forward(const PhubFrame& f, std::span<const std::byte> msg) {
+  static const AuthKey key = derive_key("fuzz");
+  static const AuthKey payload_key = fwd_payload_key(key);
+  (void)verify_fwd(key, payload_key, msg.first<kHeaderBytes>(), f.payload);
+  std::vector<std::byte> sealed(msg.begin(), msg.end());
+  auto wire = std::span(sealed).first<kHeaderBytes>();
+  seal_fwd(key, payload_key, wire, std::span(sealed).subspan(kHeaderBytes));
+  check(verify_fwd(key, payload_key, wire, std::span(sealed).subspan(kHeaderBytes)));
+  check(parse_header(sealed).has_value());
+  if (!f.payload.empty()) {
+    sealed.back() ^= std::byte{1};
+    check(!verify_fwd(key, payload_key, wire, std::span(sealed).subspan(kHeaderBytes)));
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -43,7 +60,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size != 0) std::memcpy(frame.data(), data, size);
 
   auto whole = parse_phub_frame(frame);
-  if (whole) round_trip(*whole);
+  if (whole) {
+    round_trip(*whole);
+    if (opcode_is_forward(whole->hdr.opcode)) {
+      forward(*whole, std::span<const std::byte>(frame).subspan(whole->udp.payload_offset,
+                                                                 kHeaderBytes + whole->payload.size()));
+    }
+  }
   (void)parse_phub_frame(frame, false);
   (void)parse_header(frame);
 

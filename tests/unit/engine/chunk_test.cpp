@@ -217,5 +217,125 @@ TEST(Chunk, FirstMissingRankNamesAStraggler) {
   EXPECT_FALSE(contributed(t.m, t.c, 0, 65));
 }
 
+// The two levels of a hierarchical deterministic sum (docs/hierarchy.md): each rack's ranks in increasing
+// order, then the racks' partials in rack order, against a scalar model of that order, bit for bit, on
+// every ISA the CPU has.
+struct Racked {
+  std::vector<std::vector<uint16_t>> racks;                  // ranks of each rack, increasing
+  std::vector<std::vector<float>> x;                         // x[rank][i]: what each rank pushed
+};
+
+// Stage every rank's payload of segment 0 through contribute (deterministic mode), as a hub would.
+void stage(TestChunk& t, const Racked& r, Dtype d) {
+  for (uint16_t rank = 0; rank < t.m.workers; ++rank) {
+    std::vector<std::byte> wire(r.x[rank].size() * dtype_bytes(d));
+    for (size_t i = 0; i < r.x[rank].size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &r.x[rank][i], 4);
+      if (d == Dtype::fp32) {
+        std::memcpy(wire.data() + 4 * i, &bits, 4);
+      } else {  // bf16: the model's values are already exact in bf16 (low half zero)
+        const auto half = static_cast<uint16_t>(bits >> 16);
+        std::memcpy(wire.data() + 2 * i, &half, 2);
+      }
+    }
+    (void)contribute(t.m, t.c, rank, 0, 0, wire.data(), 1000);
+  }
+}
+
+std::vector<float> model(const Racked& r, uint32_t n) {
+  std::vector<float> total(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    float t = 0;
+    for (size_t k = 0; k < r.racks.size(); ++k) {
+      float p = 0;
+      for (size_t j = 0; j < r.racks[k].size(); ++j) p = j == 0 ? r.x[r.racks[k][j]][i] : p + r.x[r.racks[k][j]][i];
+      t = k == 0 ? p : t + p;
+    }
+    total[i] = t;
+  }
+  return total;
+}
+
+std::vector<float> two_levels(const TestChunk& t, const Racked& r, const agg::Kernels& k, uint32_t n) {
+  std::vector<std::vector<float>> partials(r.racks.size(), std::vector<float>(n));
+  std::vector<const float*> ptrs;
+  for (size_t i = 0; i < r.racks.size(); ++i) {
+    rack_partial(t.m, t.c, r.racks[i], 0, n, partials[i].data());
+    ptrs.push_back(partials[i].data());
+  }
+  std::vector<float> total(n);
+  sum_partials(k, ptrs, n, total.data());
+  return total;
+}
+
+Racked random_racks(uint16_t workers, uint16_t racks, uint32_t n, std::mt19937& rng, bool bf16) {
+  Racked r;
+  r.racks.resize(racks);
+  for (uint16_t rank = 0; rank < workers; ++rank) r.racks[rng() % racks].push_back(rank);  // increasing per rack
+  std::normal_distribution<float> value(0.0f, 1000.0f);
+  r.x.assign(workers, std::vector<float>(n));
+  for (auto& v : r.x) {
+    for (float& f : v) {
+      f = value(rng);
+      if (bf16) {
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        bits &= 0xffff0000u;
+        std::memcpy(&f, &bits, 4);
+      }
+    }
+  }
+  return r;
+}
+
+TEST(HierarchySum, RanksInOrderThenRacksInOrderBitForBitOnEveryIsa) {
+  std::mt19937 rng(15);
+  for (Dtype d : {Dtype::fp32, Dtype::bf16}) {
+    for (auto [workers, racks] : {std::pair<uint16_t, uint16_t>{7, 3}, {150, 2}, {5, 5}, {9, 70}}) {
+      const uint32_t n = 333;  // not a multiple of any vector width
+      TestChunk t(workers, n, n, d, false, true);
+      const Racked r = random_racks(workers, racks, n, rng, d == Dtype::bf16);
+      stage(t, r, d);
+      const auto want = model(r, n);
+      for (agg::Isa isa : agg::kAllIsas) {
+        if (!agg::isa_supported(isa)) continue;
+        t.m.kernels = &agg::kernels_for(isa);
+        const auto got = two_levels(t, r, *t.m.kernels, n);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), n * 4), 0)
+            << dtype_name(d) << " " << workers << " ranks in " << racks << " racks, isa " << t.m.kernels->name;
+      }
+    }
+  }
+}
+
+// Racks of consecutive ranks in rack order and exact sums: the hierarchy equals a flat deterministic server.
+TEST(HierarchySum, EqualsFlatWhenTheSumsAreExact) {
+  TestChunk t(6, 352, 352, Dtype::fp32, false, true);
+  Racked r;
+  r.racks = {{0, 1}, {2, 3, 4}, {5}};
+  r.x.assign(6, std::vector<float>(352));
+  for (uint16_t rank = 0; rank < 6; ++rank) {
+    for (uint32_t i = 0; i < 352; ++i) r.x[rank][i] = static_cast<float>((rank * 7 + i) % 19) - 9;
+  }
+  stage(t, r, Dtype::fp32);
+  ASSERT_TRUE(segment_done(t.m, t.c, 0));
+  const auto got = two_levels(t, r, *t.m.kernels, 352);
+  for (uint32_t i = 0; i < 352; ++i) ASSERT_EQ(got[i], t.out(t.c.cur, i)) << i;
+}
+
+// fp32 addition is not associative: two racks of two can differ from the flat order, as documented.
+TEST(HierarchySum, TheOrderIsDefinedBecauseItMatters) {
+  TestChunk t(4, 16, 16, Dtype::fp32, false, true);
+  Racked r;
+  r.racks = {{0, 1}, {2, 3}};
+  r.x = {std::vector<float>(16, 1e8f), std::vector<float>(16, 1.0f), std::vector<float>(16, -1e8f),
+         std::vector<float>(16, 1.0f)};
+  stage(t, r, Dtype::fp32);
+  const auto got = two_levels(t, r, *t.m.kernels, 16);
+  EXPECT_EQ(got[0], 0.0f);            // (1e8 + 1) + (-1e8 + 1): each partial rounds the 1 away
+  EXPECT_EQ(t.out(t.c.cur, 0), 1.0f);  // ((1e8 + 1) - 1e8) + 1, the flat order
+}
+
 }  // namespace
 }  // namespace phub::engine

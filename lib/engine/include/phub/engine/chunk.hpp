@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "phub/agg/kernels.hpp"
 #include "phub/base/dtype.hpp"
@@ -115,6 +116,14 @@ enum class InitResult : uint8_t { accepted, chunk_initialized, too_late, bad_req
 // The payload holds the segment's elements in dtype `d` (fp32 recommended: weights are kept in fp32).
 [[nodiscard]] InitResult init_segment(const JobMath& m, Chunk& c, uint32_t seg, const std::byte* payload,
                                       Dtype d) noexcept;
+
+// The two levels of a hierarchical job's deterministic sum (docs/hierarchy.md, "Summation order").
+// A rack's partial of elements [off, off + n): the staged contributions of `ranks` (the rack's ranks, in
+// increasing order), added left to right in fp32 into dst.
+void rack_partial(const JobMath& m, const Chunk& c, std::span<const uint16_t> ranks, uint32_t off, uint32_t n,
+                  float* dst) noexcept;
+// The home's total: the racks' fp32 partials in rack order, added left to right into dst.
+void sum_partials(const agg::Kernels& k, std::span<const float* const> partials, uint32_t n, float* dst) noexcept;
 
 // Whether `rank` contributed to segment `seg` this round, and the first rank missing from any segment
 // (workers if none).

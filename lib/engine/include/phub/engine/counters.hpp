@@ -40,7 +40,7 @@ namespace phub::engine {
   X(round_behind, "push older than the kept result (answered)")                                             \
   X(not_initialized, "ps push before rank 0's init (answered)")                                             \
   X(bad_request, "opcode or rank not valid here, e.g. init from rank != 0 (answered)")                      \
-  X(unexpected_opcode, "an opcode a server never receives (result, error, joined, ...)")                    \
+  X(unexpected_opcode, "an opcode a server never receives (result, error, joined, hub forwards, ...)")      \
   X(epoch_mismatch, "the packet's epoch is not the job's: a restarted job's old workers (answered)")        \
   X(draining, "a push that would start a round of a drained job (answered)")                                \
   X(advance_pending, "a push or rerequest for another round while a chunk's advance waits for a buffer")      \

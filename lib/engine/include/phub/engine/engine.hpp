@@ -134,6 +134,9 @@ class Engine {
 
   // Declaration order is destruction order reversed: lcores stop first, ports close (freeing in-flight
   // mbufs that reference result buffers) before the job memory and the pools go.
+  // Prefix of this engine's pool and ring names, distinct per engine in the process ("phub_", "phub2_", ...):
+  // several engines can share one EAL (the hubs of a hierarchy test).
+  std::string names_ = "phub_";
   drivers::Mempool hdr_pool_, ext_pool_, copy_pool_;
   std::vector<drivers::Mempool> rx_pools_;
   std::shared_ptr<const Snapshot> current_;            // the published snapshot, owned here

@@ -40,6 +40,18 @@ void sign_header(const AuthKey& key, std::span<std::byte, kHeaderBytes> wire) no
 [[nodiscard]] uint32_t address_cookie(const AuthKey& server_key, uint32_t job_id, uint16_t rank, uint32_t ipv4,
                                       uint16_t udp_port) noexcept;
 
+// Hub forwards (fwd_partial, fwd_result; docs/hierarchy.md) carry a 64-bit SipHash-2-4 MAC of their payload
+// in the header's crc32c (high half) and aux (low half) fields, which the header tag then covers.
+// The MAC's key is derived from the job key, so header tags and payload MACs never share a key.
+[[nodiscard]] AuthKey fwd_payload_key(const AuthKey& job_key) noexcept;
+// Write the payload MAC into a written forward header and sign it. `wire` is the header, `payload` what
+// follows it.
+void seal_fwd(const AuthKey& job_key, const AuthKey& payload_key, std::span<std::byte, kHeaderBytes> wire,
+              std::span<const std::byte> payload) noexcept;
+// Whether a received forward's tag and payload MAC are both right.
+[[nodiscard]] bool verify_fwd(const AuthKey& job_key, const AuthKey& payload_key,
+                              std::span<const std::byte, kHeaderBytes> wire, std::span<const std::byte> payload) noexcept;
+
 // CRC32C (Castagnoli) of a payload, standard form (init ~0, final xor ~0), computed with ISA-L.
 [[nodiscard]] uint32_t crc32c(std::span<const std::byte> data) noexcept;
 

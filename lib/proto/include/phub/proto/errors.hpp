@@ -33,6 +33,7 @@ enum class ParseError : uint8_t {
   arp_malformed,
   icmp_malformed,
   icmp_bad_checksum,
+  bad_forward,              // fwd_partial/fwd_result with the crc flag, or a fwd_partial not in fp32
   count_,  // number of reasons (for counter arrays)
 };
 

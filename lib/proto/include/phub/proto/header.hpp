@@ -14,14 +14,16 @@
 namespace phub::proto {
 
 inline constexpr uint16_t kMagic = 0x5048;  // "PH"
-inline constexpr uint8_t kVersion = 2;  // 2: job epoch, join handshake, pull/init answers labelled as results
+inline constexpr uint8_t kVersion = 2;  // 2: job epoch, join handshake, pull/init answers labelled as results,
+                                        // hub forwards (opcodes 4 and 5, docs/hierarchy.md)
 inline constexpr size_t kHeaderBytes = 54;  // Eth 14 + IPv4 20 + UDP 8 + 54 = 96: payload 32-byte aligned in a frame
 
 enum class Opcode : uint8_t {
   push = 1,           // worker -> server: a gradient contribution for (chunk, round, elements)
   result = 2,         // server -> worker: the aggregated result (allreduce) or updated weights (ps)
   rerequest = 3,      // worker -> server: send me the result of (chunk, round) again
-  // 4 and 5 are unassigned (a parse error): the cross-rack forwarding they were kept for does not exist.
+  fwd_partial = 4,    // rack hub -> home hub: its rack's fp32 partial sum of one piece (docs/hierarchy.md)
+  fwd_result = 5,     // home hub -> rack hub: the result of one segment, for the rack hub's workers
   error = 6,          // server -> worker: status says why; aux carries detail (e.g. the server's round)
   join = 7,           // worker -> server: announce rank and address
   leave = 8,          // worker -> server: rank leaves the job
@@ -34,16 +36,20 @@ enum class Opcode : uint8_t {
 inline constexpr uint8_t kOpcodeMin = 1;
 inline constexpr uint8_t kOpcodeMax = 13;
 
-// Whether `op` is an opcode of this protocol version (kOpcodeMin..kOpcodeMax less the unassigned 4 and 5).
-[[nodiscard]] constexpr bool opcode_assigned(uint8_t op) noexcept {
-  return op >= kOpcodeMin && op <= kOpcodeMax && op != 4 && op != 5;
-}
+// Whether `op` is an opcode of this protocol version.
+[[nodiscard]] constexpr bool opcode_assigned(uint8_t op) noexcept { return op >= kOpcodeMin && op <= kOpcodeMax; }
 
 [[nodiscard]] std::string_view opcode_name(Opcode op) noexcept;
 
 // Opcodes whose payload is elem_count elements of dtype.
 [[nodiscard]] constexpr bool opcode_carries_elems(Opcode op) noexcept {
-  return op == Opcode::push || op == Opcode::result || op == Opcode::init;
+  return op == Opcode::push || op == Opcode::result || op == Opcode::init || op == Opcode::fwd_partial ||
+         op == Opcode::fwd_result;
+}
+
+// Hub-to-hub opcodes: their crc32c and aux fields hold a keyed payload MAC (auth.hpp, seal_fwd), not a CRC.
+[[nodiscard]] constexpr bool opcode_is_forward(Opcode op) noexcept {
+  return op == Opcode::fwd_partial || op == Opcode::fwd_result;
 }
 
 // Opcodes in which a worker carries its address cookie in aux (see address_cookie in auth.hpp).
@@ -111,6 +117,7 @@ struct Header {
 
 inline constexpr size_t kAuthTagOffset = 40;
 inline constexpr size_t kCrcOffset = 32;
+inline constexpr size_t kAuxOffset = 36;
 
 // Parse and validate a phub header at the start of a UDP payload. Checks magic, version, opcode, dtype,
 // flags, reserved fields, payload_bytes against the real remaining length, elem_count against the payload
