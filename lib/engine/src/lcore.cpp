@@ -186,6 +186,12 @@ void Lcore::serve_requests(const Snapshot& s) noexcept {
           __atomic_store_n(&lj.draining, false, __ATOMIC_RELAXED);
           bump(lj.counters.resets);
           break;
+        case RequestKind::capture:
+          arm_capture(*s.jobs[static_cast<size_t>(j)], lj, *req);
+          break;
+        case RequestKind::detach:
+          if (lj.capture == req->capture) detach_capture(lj);
+          break;
       }
     }
     bump(counters_.requests);

@@ -101,6 +101,11 @@ class Lcore {
   // Rank 0 restarted the job: every chunk this lcore owns starts again at round 0 of `epoch`.
   void start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept;
   void on_probe(rte_mbuf* m, Rx& rx) noexcept;
+  // Checkpoints (lcore_checkpoint.cpp): arm a capture of the job's chunks after req.round (copying those
+  // already at that boundary), copy a chunk as it completes the round, and forget the capture.
+  void arm_capture(const JobPlan& plan, LcoreJob& lj, const Request& req) noexcept;
+  void capture_chunk(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  static void detach_capture(LcoreJob& lj) noexcept;
 
   // Result segment `seg` of buffer out[buf] of chunk `c`, labelled `round`, to `rank`.
   void send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
