@@ -12,7 +12,7 @@ namespace {
 
 constexpr double kDefaultTimeoutS = 10;
 constexpr double kReloadTimeoutS = 30;
-constexpr double kCheckpointTimeoutS = 120;  // a round boundary (up to 4 x 10 s) and the file
+constexpr double kCheckpointTimeoutS = 120;  // a round boundary (up to 5 s) and writing a large file
 
 Expected<double, std::string> seconds(const std::string& text) {
   char* end = nullptr;

@@ -13,7 +13,9 @@ namespace phub::engine {
 namespace {
 
 constexpr int kCaptureAttempts = 4;
-constexpr auto kBoundaryWait = std::chrono::seconds(10);  // for the chunks' next round boundary
+// checkpoint_due() runs on the control loop, which must keep answering (and pinging systemd's watchdog):
+// a scheduled checkpoint waits at most this long for a round boundary, and is tried again later.
+constexpr auto kScheduledBoundaryWait = std::chrono::seconds(1);
 
 uint64_t ns_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
@@ -62,7 +64,8 @@ size_t remove_later_rounds(const std::filesystem::path& dir, const persist::Chec
 
 }  // namespace
 
-Expected<void, std::string> Engine::capture_once(size_t job_index, CheckpointCapture& cap, bool& retry) {
+Expected<void, std::string> Engine::capture_once(size_t job_index, CheckpointCapture& cap,
+                                                 std::chrono::steady_clock::time_point deadline, bool& retry) {
   retry = false;
   const JobPlan& plan = *current_->jobs[job_index];
   const JobRuntime& rt = *current_->runtimes[job_index];
@@ -88,9 +91,8 @@ Expected<void, std::string> Engine::capture_once(size_t job_index, CheckpointCap
   req.job_id = plan.cfg.id;
   req.capture = &cap;
   req.round = cap.round;
-  if (auto r = ask_lcores(req); !r) return r;
-  const auto deadline = std::chrono::steady_clock::now() + kBoundaryWait;
-  while (cap.copied.load(std::memory_order_acquire) < cap.chunks && !cap.failed.load() &&
+  const auto armed = ask_lcores(req);
+  while (armed && cap.copied.load(std::memory_order_acquire) < cap.chunks && !cap.failed.load() &&
          std::chrono::steady_clock::now() < deadline) {
     if (!running_) {
       for (auto& l : lcores_) l->serve_requests_stopped(*current_);
@@ -100,16 +102,18 @@ Expected<void, std::string> Engine::capture_once(size_t job_index, CheckpointCap
   // Whatever happened, no lcore may hold the capture past here.
   req.kind = RequestKind::detach;
   if (auto r = ask_lcores(req); !r) return r;
+  if (!armed) return armed;
   if (cap.copied.load(std::memory_order_acquire) == cap.chunks && !cap.failed.load()) return {};
   if (cap.failed.load()) {
     retry = true;
     return unexpected("the chunks moved past round " + std::to_string(cap.round) + " or a new epoch started");
   }
-  return unexpected("no round boundary within " + std::to_string(kBoundaryWait.count()) + " s (round " +
-                    std::to_string(cap.round + 1) + " not complete: are the workers running?)");
+  return unexpected("no round boundary in time (round " + std::to_string(cap.round + 1) +
+                    " not complete: are the workers running?)");
 }
 
-Expected<CheckpointWritten, std::string> Engine::checkpoint(std::string_view job_name) {
+Expected<CheckpointWritten, std::string> Engine::checkpoint(std::string_view job_name,
+                                                           std::chrono::milliseconds boundary_wait) {
   const int j = current_->job_by_name(job_name);
   if (j < 0) return unexpected("no job named '" + std::string(job_name) + "'");
   const JobPlan& plan = *current_->jobs[static_cast<size_t>(j)];
@@ -128,7 +132,10 @@ Expected<CheckpointWritten, std::string> Engine::checkpoint(std::string_view job
   lay_out(plan, cap);
   Expected<void, std::string> got = unexpected(std::string());
   bool retry = true;
-  for (int attempt = 0; attempt < kCaptureAttempts && retry; ++attempt) got = capture_once(static_cast<size_t>(j), cap, retry);
+  const auto deadline = t0 + boundary_wait;
+  for (int attempt = 0; attempt < kCaptureAttempts && retry; ++attempt) {
+    got = capture_once(static_cast<size_t>(j), cap, deadline, retry);
+  }
   if (!got) return fail(got.error());
   const auto t1 = std::chrono::steady_clock::now();
 
@@ -188,7 +195,7 @@ std::vector<std::string> Engine::checkpoint_due() {
                                                   round_delta(plan.math, newest, s.last_round), 0));
     const bool by_rounds = k.every_rounds != 0 && rounds_since >= k.every_rounds;
     if (!by_time && !by_rounds) continue;
-    auto w = checkpoint(plan.cfg.name);
+    auto w = checkpoint(plan.cfg.name, kScheduledBoundaryWait);
     if (w) {
       lines.push_back(job_label(plan.cfg) + ": checkpoint of round " + std::to_string(w->round) + " written to " +
                       w->file.string() + " (" + std::to_string(w->file_bytes) + " bytes, copy " +

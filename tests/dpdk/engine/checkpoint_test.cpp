@@ -223,6 +223,33 @@ TEST(Checkpoint, AdamJobRestoredByAFreshEngineContinuesBitForBit) {
   }
 }
 
+TEST(Checkpoint, NoBoundaryInTimeFailsAndLeavesTheLcoresFree) {
+  TempDir dir;
+  PsServer s({adam_job(dir.path())});
+  s.init();
+  (void)s.round(0);
+  s.push(1, {0});  // chunk 0 completes round 1, the others never do (until later)
+  (void)s.collect(s.layout().chunk(0).segments);
+  auto late = s.engine->checkpoint("adam", std::chrono::milliseconds(200));
+  ASSERT_FALSE(late.has_value());
+  EXPECT_NE(late.error().find("no round boundary in time (round 2 not complete"), std::string::npos) << late.error();
+  EXPECT_EQ(s.engine->totals().jobs[0].checkpoints_failed, 1u);
+  EXPECT_TRUE(files_in(dir.path()).empty());
+  // The lcores hold nothing of it: the round completes, and the next checkpoint is whole.
+  std::vector<uint32_t> rest;
+  size_t rest_segments = 0;
+  for (uint32_t c = 1; c < s.layout().chunk_count(); ++c) {
+    rest.push_back(c);
+    rest_segments += s.layout().chunk(c).segments;
+  }
+  s.push(1, rest);
+  (void)s.collect(rest_segments);
+  auto w = s.engine->checkpoint("adam");
+  ASSERT_TRUE(w.has_value()) << w.error();
+  EXPECT_EQ(w->round, 1u);
+  EXPECT_EQ(w->step, 2u);
+}
+
 TEST(Checkpoint, OnlyPsJobsWithADirectoryHaveOne) {
   TempDir dir;
   auto allreduce = make_job(2, 2, {100});

@@ -108,8 +108,11 @@ class Engine {
   [[nodiscard]] Expected<void, std::string> reset(std::string_view job_name);
   // Checkpoints of ps jobs (control thread; checkpoint.cpp). checkpoint() takes one now: each chunk's
   // state after the newest round boundary is copied by its lcore, then this thread writes the file into
-  // the job's checkpoint.dir and prunes to checkpoint.keep. Returns the file, or why not.
-  [[nodiscard]] Expected<CheckpointWritten, std::string> checkpoint(std::string_view job_name);
+  // the job's checkpoint.dir and prunes to checkpoint.keep. Returns the file, or why not: among others,
+  // no round boundary within `boundary_wait` (the control thread waits that long at most, plus the write:
+  // keep it well below the systemd watchdog).
+  [[nodiscard]] Expected<CheckpointWritten, std::string> checkpoint(
+      std::string_view job_name, std::chrono::milliseconds boundary_wait = std::chrono::seconds(5));
   // Takes the checkpoints that checkpoint.every_rounds / every_s make due; one log line per attempt.
   [[nodiscard]] std::vector<std::string> checkpoint_due();
   // What the start-up restore did, one line per job and per file skipped (also in startup_lines()).
@@ -152,7 +155,8 @@ class Engine {
   // Restores each ps job's newest valid checkpoint before the lcores start (Engine::create).
   [[nodiscard]] Expected<void, std::string> restore_checkpoints();
   // One capture attempt of the state after the newest completed round (checkpoint.cpp).
-  [[nodiscard]] Expected<void, std::string> capture_once(size_t job_index, CheckpointCapture& cap, bool& retry);
+  [[nodiscard]] Expected<void, std::string> capture_once(size_t job_index, CheckpointCapture& cap,
+                                                        std::chrono::steady_clock::time_point deadline, bool& retry);
 
   // Declaration order is destruction order reversed: lcores stop first, ports close (freeing in-flight
   // mbufs that reference result buffers) before the job memory and the pools go.
