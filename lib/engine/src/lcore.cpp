@@ -59,6 +59,7 @@ int Lcore::run() noexcept {
     now_tsc_ = rte_rdtsc();
     drain_tx(work);
     tick(s);
+    if (capturing_ != 0) copy_captures(s);
     bump(counters_.loops);
     if (work != 0) {
       bump(counters_.busy_loops);

@@ -96,6 +96,7 @@ class LcoreJob {
   CheckpointCapture* capture = nullptr;
   std::vector<uint8_t> capture_armed;
   uint32_t capture_left = 0;
+  uint32_t capture_cursor = 0;  // where copy_captures goes on
 
  private:
   LcoreJob() = default;
