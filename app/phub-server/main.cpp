@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
           next_sample = now + std::chrono::milliseconds(running.control.metrics_interval_ms);
         }
         (*engine)->collect_retired();
+        for (const auto& line : (*engine)->checkpoint_due()) say(line);  // checkpoint.every_rounds / every_s
         if (g_dump.exchange(false)) {
           std::fputs((*engine)->format_counters().c_str(), stdout);
           std::fflush(stdout);  // under systemd stdout is a socket to the journal, fully buffered

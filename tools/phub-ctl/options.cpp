@@ -12,6 +12,7 @@ namespace {
 
 constexpr double kDefaultTimeoutS = 10;
 constexpr double kReloadTimeoutS = 30;
+constexpr double kCheckpointTimeoutS = 120;  // a round boundary (up to 5 s) and writing a large file
 
 Expected<double, std::string> seconds(const std::string& text) {
   char* end = nullptr;
@@ -29,7 +30,7 @@ std::string usage() {
          "  --socket PATH      the server's control socket (control.socket_path; default " +
          config::Control{}.socket_path +
          ")\n"
-         "  --timeout SECONDS  wait at most this long for the answer (default 10; 30 for reload)\n" +
+         "  --timeout SECONDS  wait at most this long for the answer (default 10; 30 for reload, 120 for checkpoint)\n" +
          ctl::command_help() +
          "A FILE given to reload is sent as an absolute path.\n"
          "exit status: 0 done, 1 the server answered with an error, 2 no server to talk to,\n"
@@ -37,7 +38,9 @@ std::string usage() {
 }
 
 double default_timeout_s(const std::vector<std::string>& words) {
-  return !words.empty() && words[0] == "reload" ? kReloadTimeoutS : kDefaultTimeoutS;
+  if (!words.empty() && words[0] == "reload") return kReloadTimeoutS;
+  if (!words.empty() && words[0] == "checkpoint") return kCheckpointTimeoutS;
+  return kDefaultTimeoutS;
 }
 
 Expected<Options, std::string> parse_options(int argc, char** argv) {

@@ -19,6 +19,7 @@ constexpr std::pair<std::string_view, UdpChecksum> kUdpChecksum[] = {{"verify", 
 
 constexpr size_t kMaxSocketPathBytes = 107;  // sockaddr_un::sun_path, less the terminating NUL
 constexpr int64_t kMaxMs = 3'600'000;        // one hour
+constexpr size_t kMaxPathBytes = 4095;       // PATH_MAX less the terminating NUL
 
 bool is_power_of_two(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
@@ -186,6 +187,17 @@ void convert_control(Record& r, Control& c) {
 
 }  // namespace
 
+void convert_checkpoints(Record& r, Checkpoints& c) {
+  r.string("dir", c.dir);
+  if (!c.dir.empty() && (c.dir.front() != '/' || c.dir.size() > kMaxPathBytes || c.dir.find('\0') != std::string::npos)) {
+    r.errors().add(r.path("dir"), quote(c.dir) + " is not an absolute path of 1.." + std::to_string(kMaxPathBytes) +
+                                      " bytes");
+  }
+  r.integer("every_rounds", c.every_rounds, 0, UINT32_MAX);
+  r.integer("every_s", c.every_s, 0, kMaxCheckpointIntervalS);
+  r.integer("keep", c.keep, 1, kMaxCheckpointsKept);
+}
+
 bool valid_name(std::string_view s) {
   return !s.empty() && s.size() <= 128 && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
@@ -238,12 +250,13 @@ Config convert(const Value& root, Errors& errors) {
   section(r, "timeouts", [&](Record& s) { convert_timeouts(s, c.timeouts); });
   section(r, "limits", [&](Record& s) { convert_limits(s, c.limits); });
   section(r, "control", [&](Record& s) { convert_control(s, c.control); });
+  section(r, "checkpoints", [&](Record& s) { convert_checkpoints(s, c.checkpoints); });
   c.racks = list_of<Rack>(r, "racks", false, [&](const Value& v, const std::string& p) {
     return convert_rack(v, p, errors);
   });
   r.string("rack", c.rack);
   c.jobs = list_of<Job>(r, "jobs", false, [&](const Value& v, const std::string& p) {
-    return convert_job(v, p, c.limits, c.racks, errors);
+    return convert_job(v, p, c.limits, c.checkpoints, c.racks, errors);
   });
   return c;
 }

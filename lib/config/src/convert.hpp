@@ -21,9 +21,16 @@ inline constexpr uint64_t kMaxSizeBytes = 1ull << 50;  // 1 PiB: the ceiling of 
 // The whole config; `root` is the table the script returned.
 [[nodiscard]] Config convert(const Value& root, Errors& errors);
 
-// One element of `jobs`; racks (already converted) order ranks_by_rack, limits give the quota default.
+inline constexpr int64_t kMaxCheckpointIntervalS = 7 * 86400;  // a week
+inline constexpr int64_t kMaxCheckpointsKept = 1000;
+
+// One element of `jobs`; racks (already converted) order ranks_by_rack, limits give the quota default,
+// checkpoints the defaults of a ps job's checkpoint.
 [[nodiscard]] Job convert_job(const Value& v, const std::string& path, const Limits& limits,
-                              const std::vector<Rack>& racks, Errors& errors);
+                              const Checkpoints& checkpoints, const std::vector<Rack>& racks, Errors& errors);
+
+// The fields of a `checkpoints` section or a job's `checkpoint` table, over the values already in `c`.
+void convert_checkpoints(Record& r, Checkpoints& c);
 
 // The cross-field rules (validate.cpp), appended to `errors`.
 void validate_into(const Config& config, Errors& errors);

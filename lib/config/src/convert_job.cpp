@@ -1,4 +1,4 @@
-// Conversion of one job (tenant): mode, dtype, workers, ports, keys, optimizer, limits, rack ranks.
+// Conversion of one job (tenant): mode, dtype, workers, ports, keys, optimizer, checkpoint, limits, rack ranks.
 #include <algorithm>
 #include <utility>
 
@@ -126,8 +126,8 @@ void convert_ranks_by_rack(Record& r, Job& j, const std::vector<Rack>& racks) {
 
 }  // namespace
 
-Job convert_job(const Value& v, const std::string& path, const Limits& limits, const std::vector<Rack>& racks,
-                Errors& errors) {
+Job convert_job(const Value& v, const std::string& path, const Limits& limits, const Checkpoints& checkpoints,
+                const std::vector<Rack>& racks, Errors& errors) {
   Job j;
   if (!expect_kind(v, Value::Kind::table, "table", path, errors)) return j;
   Record r(v, path, errors);
@@ -158,6 +158,16 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
     if (expect_kind(*o, Value::Kind::table, "table", r.path("optimizer"), errors)) {
       Record opt(*o, r.path("optimizer"), errors);
       convert_optimizer(opt, j.optimizer);
+    }
+  }
+  if (j.mode == JobMode::ps) j.checkpoint = checkpoints;
+  if (r.has("checkpoint") && j.mode != JobMode::ps) {
+    r.get("checkpoint");
+    errors.add(r.path("checkpoint"), "only allowed in ps mode (an allreduce job keeps no state between rounds)");
+  } else if (const Value* cv = r.get("checkpoint")) {
+    if (expect_kind(*cv, Value::Kind::table, "table", r.path("checkpoint"), errors)) {
+      Record ck(*cv, r.path("checkpoint"), errors);
+      convert_checkpoints(ck, j.checkpoint);
     }
   }
   r.integer("round_modulus", j.round_modulus, 0, UINT32_MAX);

@@ -28,6 +28,12 @@ std::string describe_job(const Job& j, size_t nlcores) {
   s += ", quota " + format_size(j.quota_bytes) + (j.secret.empty() ? ", no auth" : ", auth");
   if (j.rate_limit_pps != 0) s += ", " + std::to_string(j.rate_limit_pps) + " pps max";
   if (!j.allowed_sources.empty()) s += ", " + std::to_string(j.allowed_sources.size()) + " source prefixes";
+  if (j.checkpoint.enabled()) {
+    s += ", checkpoints in " + j.checkpoint.dir;
+    if (j.checkpoint.every_rounds != 0) s += " every " + std::to_string(j.checkpoint.every_rounds) + " rounds";
+    if (j.checkpoint.every_s != 0) s += " every " + std::to_string(j.checkpoint.every_s) + " s";
+    s += " (keep " + std::to_string(j.checkpoint.keep) + ")";
+  }
   return s;
 }
 

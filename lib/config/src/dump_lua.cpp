@@ -111,6 +111,15 @@ void dump_optimizer(Writer& w, const Optimizer& o) {
   w.close();
 }
 
+void dump_checkpoints(Writer& w, const char* key, const Checkpoints& k) {
+  w.open(key);
+  w.text("dir", k.dir);
+  w.field("every_rounds", k.every_rounds);
+  w.field("every_s", k.every_s);
+  w.field("keep", k.keep);
+  w.close();
+}
+
 void dump_job(Writer& w, const Job& j) {
   w.open("");
   w.field("id", j.id);
@@ -132,6 +141,7 @@ void dump_job(Writer& w, const Job& j) {
   for (const Key& k : j.keys) w.line("{ name = " + lua_string(k.name) + ", elems = " + std::to_string(k.elems) + " },");
   w.close();
   if (j.mode == JobMode::ps) dump_optimizer(w, j.optimizer);
+  if (j.mode == JobMode::ps) dump_checkpoints(w, "checkpoint", j.checkpoint);
   w.field("round_modulus", j.round_modulus);
   if (j.shard_count > 1) w.line("shard = { index = " + std::to_string(j.shard_index) + ", count = " +
                                 std::to_string(j.shard_count) + " },");
@@ -197,6 +207,7 @@ std::string dump_lua(const Config& c) {
   w.text("metrics_address", c.control.metrics_address);
   w.field("metrics_interval_ms", c.control.metrics_interval_ms);
   w.close();
+  dump_checkpoints(w, "checkpoints", c.checkpoints);
   w.close("}");
   return w.take();
 }

@@ -1,4 +1,5 @@
-// The cross-field rules of a config: uniqueness, references, job port ranges, racks and rank coverage.
+// The cross-field rules of a config: uniqueness, references, job port ranges, checkpoints, racks and rank
+// coverage.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -120,7 +121,35 @@ void check_ranks_by_rack(const Config& c, const Job& j, const std::string& path,
   }
 }
 
+// A checkpoint file is named after its job: "<name>.s<shard>.r<round>.phubckpt" (lib/persist).
+bool valid_checkpoint_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+           ch == '.' || ch == '-';
+  });
+}
+
+// Intervals need a directory to write to.
+void check_checkpoint_dir(const Checkpoints& k, const std::string& path, Errors& errors) {
+  if (k.dir.empty() && (k.every_rounds != 0 || k.every_s != 0)) {
+    errors.add(path, "every_rounds or every_s is set but dir is empty (no directory to write to)");
+  }
+}
+
+void check_checkpoints(const Config& c, const Job& j, const std::string& path, Errors& errors) {
+  if (!(j.checkpoint == c.checkpoints)) check_checkpoint_dir(j.checkpoint, path + ".checkpoint", errors);
+  if (j.checkpoint.enabled() && !valid_checkpoint_name(j.name)) {
+    errors.add(path + ".name", str(j.name) + " cannot name a checkpoint file (1..64 characters of A-Z a-z 0-9 _ . -)"
+                               " and checkpoint.dir is set");
+  }
+  if (j.checkpoint.enabled() && j.id > UINT16_MAX) {
+    errors.add(path + ".id", std::to_string(j.id) + " is above 65535, the largest job id a checkpoint file holds, "
+                             "and checkpoint.dir is set");
+  }
+}
+
 void check_jobs(const Config& c, Errors& errors) {
+  check_checkpoint_dir(c.checkpoints, "checkpoints", errors);
   if (c.jobs.size() > c.limits.max_jobs) {
     errors.add("jobs", std::to_string(c.jobs.size()) + " jobs exceed limits.max_jobs (" +
                            std::to_string(c.limits.max_jobs) + ")");
@@ -169,6 +198,10 @@ void check_jobs(const Config& c, Errors& errors) {
     if (!j.worker_ipv4.empty() && j.worker_ipv4.size() != j.workers) {
       errors.add(path + ".workers", "the address list does not have one entry per worker");
     }
+    if (j.mode != JobMode::ps && !(j.checkpoint == Checkpoints{})) {
+      errors.add(path + ".checkpoint", "only allowed in ps mode (an allreduce job keeps no state between rounds)");
+    }
+    check_checkpoints(c, j, path, errors);
     check_ranks_by_rack(c, j, path, errors);
   }
 }

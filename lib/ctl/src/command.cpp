@@ -28,6 +28,7 @@ constexpr CommandSpec kCommands[] = {
     {"reload", Verb::reload, Takes::optional_file, "load, check and apply a config (default: the server's file)"},
     {"drain", Verb::drain, Takes::name, "drain a job"},
     {"reset", Verb::reset, Takes::name, "reset a job's rounds"},
+    {"checkpoint", Verb::checkpoint, Takes::name, "write a ps job's checkpoint now"},
     {"help", Verb::help, Takes::nothing, "this list"},
 };
 
@@ -90,6 +91,7 @@ Reply call_handler(const Command& cmd, Handler& h) {
     case Verb::reload: return h.reload(cmd.argument ? std::optional<std::string_view>(arg) : std::nullopt);
     case Verb::drain: return h.drain(arg);
     case Verb::reset: return h.reset(arg);
+    case Verb::checkpoint: return h.checkpoint(arg);
   }
   return Reply::failure("internal error: command without a handler\n");
 }

@@ -49,7 +49,8 @@ void diff_server(const config::Config& a, const config::Config& b, ConfigDiff& d
   d.settings_changed = !(a.timeouts == b.timeouts) || a.limits.memory_bytes != b.limits.memory_bytes ||
                        a.limits.max_jobs != b.limits.max_jobs || a.limits.arp_icmp_per_s != b.limits.arp_icmp_per_s ||
                        a.limits.arp_icmp_burst != b.limits.arp_icmp_burst ||
-                       a.control.stats_interval_ms != b.control.stats_interval_ms;
+                       a.control.stats_interval_ms != b.control.stats_interval_ms ||
+                       !(a.checkpoints == b.checkpoints);
 }
 
 // A job in both configs: what may not change while it runs, and whether anything else did.
@@ -68,6 +69,7 @@ bool diff_job(const config::Job& a, const config::Job& b, const std::string& at,
   r.check(at + ".shard_count", a.shard_count, b.shard_count, "the sharding");
   r.check(at + ".shard_index", a.shard_index, b.shard_index, "the sharding");
   r.check(at + ".ranks_by_rack", a.ranks_by_rack, b.ranks_by_rack, "ranks_by_rack");
+  // checkpoint (dir, every_rounds, every_s, keep) changes in place: the control thread reads it from the plan.
   return !(a == b);
 }
 

@@ -76,6 +76,7 @@ Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Conf
   e->current_ = snap;
   e->published_.store(snap.get());
   if (auto r = e->build_lcores(cfg); !r) return unexpected(r.error());
+  if (auto r = e->restore_checkpoints(); !r) return unexpected(r.error());
   return e;
 }
 
@@ -180,6 +181,7 @@ std::vector<std::string> Engine::startup_lines() const {
                   (plan->authenticated ? ", authenticated" : ""));
   }
   for (const auto& l : lcores_) out.push_back(l->describe(s));
+  for (const auto& l : restore_lines_) out.push_back(l);
   return out;
 }
 

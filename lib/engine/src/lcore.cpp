@@ -59,6 +59,7 @@ int Lcore::run() noexcept {
     now_tsc_ = rte_rdtsc();
     drain_tx(work);
     tick(s);
+    if (capturing_ != 0) copy_captures(s);
     bump(counters_.loops);
     if (work != 0) {
       bump(counters_.busy_loops);
@@ -185,6 +186,12 @@ void Lcore::serve_requests(const Snapshot& s) noexcept {
           start_epoch(*s.jobs[static_cast<size_t>(j)], lj, static_cast<uint16_t>(lj.epoch + 1), false);
           __atomic_store_n(&lj.draining, false, __ATOMIC_RELAXED);
           bump(lj.counters.resets);
+          break;
+        case RequestKind::capture:
+          arm_capture(*s.jobs[static_cast<size_t>(j)], lj, *req);
+          break;
+        case RequestKind::detach:
+          if (lj.capture == req->capture) detach_capture(lj);
           break;
       }
     }

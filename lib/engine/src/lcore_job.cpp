@@ -97,6 +97,7 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
     lj->attach(*c, 1, reinterpret_cast<ResultBuf*>(lj->result_block_ + (2 * i + 1) * obj_bytes));
   }
   lj->chunk_count_ = n;
+  lj->capture_armed.assign(n, 0);
   return lj;
 }
 

@@ -115,10 +115,15 @@ Expected<ReloadOutcome, std::vector<std::string>> Engine::apply(const config::Co
 Expected<void, std::string> Engine::ask_lcores(RequestKind kind, std::string_view job_name) {
   const int j = current_->job_by_name(job_name);
   if (j < 0) return unexpected("no job named '" + std::string(job_name) + "'");
-  std::vector<Request> reqs(lcores_.size());
+  Request r;
+  r.kind = kind;
+  r.job_id = current_->jobs[static_cast<size_t>(j)]->cfg.id;
+  return ask_lcores(r);
+}
+
+Expected<void, std::string> Engine::ask_lcores(const Request& request) {
+  std::vector<Request> reqs(lcores_.size(), request);
   for (size_t i = 0; i < lcores_.size(); ++i) {
-    reqs[i].kind = kind;
-    reqs[i].job_id = current_->jobs[static_cast<size_t>(j)]->cfg.id;
     if (rte_ring_sp_enqueue(requests_[i], &reqs[i]) != 0) return unexpected(std::string("lcore request ring full"));
   }
   // The lcores answer within a loop iteration and a timer tick; stopped ones are served here.

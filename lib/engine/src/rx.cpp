@@ -338,6 +338,7 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     count_drop(lj, Drop::draining);
     return send_error(rx, plan, lj, proto::Status::draining, c.round);
   }
+  if (lj.capture != nullptr) capture_chunk(plan, lj, c);  // before the next round can change its state
   const PushResult result = contribute(m, c, rx.hdr.rank, rx.hdr.round, seg, rx.payload.data(), now);
   if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
   switch (result) {
@@ -492,7 +493,7 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   a.job_id = plan.cfg.id;
   a.rank = h.rank;
   a.epoch = lj.epoch;
-  a.round = 0;                              // the epoch's first round
+  a.round = lj.epoch_first_round;           // the epoch's first round
   a.aux = p.incarnation;                    // who holds the rank in this epoch
   a.elem_offset = lj.peer(0).incarnation;   // who holds rank 0: the run the epoch belongs to
   // The address cookie of the join's source: the worker carries it back in every push, init, rerequest
@@ -523,6 +524,12 @@ void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool 
     (void)release_previous(lj, c);
     restart_chunk(plan.math, c, fresh_weights);
   }
+  if (lj.capture != nullptr) {
+    lj.capture->failed.store(true, std::memory_order_relaxed);  // its round is of the epoch that ends
+    detach_capture(lj);
+  }
+  __atomic_store_n(&lj.rounds_in_epoch, false, __ATOMIC_RELAXED);
+  lj.epoch_first_round = 0;
   lj.forget_peers();
   __atomic_store_n(&lj.epoch, epoch, __ATOMIC_RELAXED);
   bump(lj.counters.epochs_started);

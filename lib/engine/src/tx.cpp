@@ -308,6 +308,11 @@ void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
   const auto took_ns = static_cast<uint64_t>(static_cast<double>(took_tsc) * 1e9 / static_cast<double>(snap_->tsc_hz));
   bump(lj.counters.round_latency_sum_ns, took_ns);
   bump(lj.counters.round_latency[latency_bucket(took_ns / 1000)]);
+  if (!lj.rounds_in_epoch || round_delta(plan.math, c.round, lj.newest_round) > 0) {
+    __atomic_store_n(&lj.newest_round, c.round, __ATOMIC_RELAXED);
+    __atomic_store_n(&lj.rounds_in_epoch, true, __ATOMIC_RELAXED);
+  }
+  if (lj.capture != nullptr) capture_chunk(plan, lj, c);
   try_advance(plan, lj, c);  // the previous result is about to be overwritten by the next round
 }
 

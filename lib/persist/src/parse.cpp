@@ -27,7 +27,7 @@ Expected<Checkpoint, std::string> parse_checkpoint(Bytes f) {
   if (f.size() < format::kFixedHeaderBytes + 4) return bad("shorter than a header (" + std::to_string(f.size()) + " bytes)");
   if (std::memcmp(f.data(), format::kMagic.data(), format::kMagic.size()) != 0) return bad("not a phub checkpoint (magic)");
   const auto version = load_le<uint32_t>(f.data() + 8);
-  if (version != format::kVersion) return bad("format version " + std::to_string(version) + ", this server reads 1");
+  if (version != format::kVersion) return bad("format version " + std::to_string(version) + ", this server reads " + std::to_string(format::kVersion));
   const auto header_bytes = load_le<uint32_t>(f.data() + 12);
   const auto name_len = load_le<uint16_t>(f.data() + 22);
   if (name_len == 0 || name_len > format::kMaxNameBytes || header_bytes != format::kFixedHeaderBytes + name_len + 4 ||
@@ -48,6 +48,7 @@ Expected<Checkpoint, std::string> parse_checkpoint(Bytes f) {
   m.elems = load_le<uint64_t>(f.data() + 40);
   const auto block_raw = load_le<uint32_t>(f.data() + 48);
   const auto blocks = load_le<uint32_t>(f.data() + 52);
+  m.step = load_le<uint64_t>(f.data() + 56);
   m.id.job.assign(reinterpret_cast<const char*>(f.data() + format::kFixedHeaderBytes), name_len);
   if (arrays == 0 || arrays > format::kMaxArrays) return bad(std::to_string(arrays) + " arrays in the header");
   if (m.elems > format::kMaxRawBytes / 4 / arrays) return bad("the header's element count is above the limit");
@@ -65,7 +66,7 @@ Expected<Checkpoint, std::string> parse_checkpoint(Bytes f) {
   // the reader allocate more than the file's blocks really inflate to.
   cp.arrays.resize(arrays);
   std::vector<std::byte> raw(block_raw);
-  std::vector<std::byte> crcs(uint64_t{blocks} * 4);
+  std::vector<std::byte> crcs(uint64_t{blocks} * 8);
   size_t at = header_bytes;
   uint64_t offset = 0;  // raw bytes so far
   for (uint32_t b = 0; b < blocks; ++b) {
@@ -90,7 +91,10 @@ Expected<Checkpoint, std::string> parse_checkpoint(Bytes f) {
       return bad("block " + std::to_string(b) + ": unknown kind " + std::to_string(kind));
     }
     if (proto::crc32c(out) != crc) return bad("block " + std::to_string(b) + ": CRC32C mismatch");
-    store_le<uint32_t>(crcs.data() + uint64_t{b} * 4, crc);
+    store_le<uint32_t>(crcs.data() + uint64_t{b} * 8, crc);
+    // The stored bytes too: deflate ignores the padding bits after a stream's end, which the raw CRC
+    // therefore cannot see.
+    store_le<uint32_t>(crcs.data() + uint64_t{b} * 8 + 4, proto::crc32c(stored));
     // Scatter into the arrays.
     uint64_t pos = offset;
     size_t done = 0;

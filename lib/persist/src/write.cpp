@@ -74,6 +74,7 @@ std::vector<std::byte> header_bytes(const CheckpointMeta& m, uint32_t arrays, ui
   store_le<uint64_t>(h.data() + 40, m.elems);
   store_le<uint32_t>(h.data() + 48, format::kBlockRawBytes);
   store_le<uint32_t>(h.data() + 52, blocks);
+  store_le<uint64_t>(h.data() + 56, m.step);
   std::memcpy(h.data() + format::kFixedHeaderBytes, name.data(), name.size());
   const size_t covered = h.size() - 4;
   store_le<uint32_t>(h.data() + covered, proto::crc32c(std::span<const std::byte>(h.data(), covered)));
@@ -136,7 +137,7 @@ Expected<std::filesystem::path, std::string> write_checkpoint(const std::filesys
   std::vector<std::byte> raw(format::kBlockRawBytes);
   std::vector<std::byte> packed;
   std::vector<std::byte> crcs;
-  crcs.reserve(blocks * 4);
+  crcs.reserve(blocks * 8);
   std::array<std::byte, format::kBlockHeaderBytes> bh{};
   for (uint64_t b = 0; b < blocks; ++b) {
     const uint64_t offset = b * format::kBlockRawBytes;
@@ -151,8 +152,9 @@ Expected<std::filesystem::path, std::string> write_checkpoint(const std::filesys
     store_le<uint32_t>(bh.data() + 8, deflated ? format::kKindDeflate : format::kKindStored);
     store_le<uint32_t>(bh.data() + 12, crc);
     if (!file.write_all(bh) || !file.write_all(stored)) return fail("cannot write");
-    crcs.resize(crcs.size() + 4);
-    store_le<uint32_t>(crcs.data() + crcs.size() - 4, crc);
+    crcs.resize(crcs.size() + 8);
+    store_le<uint32_t>(crcs.data() + crcs.size() - 8, crc);
+    store_le<uint32_t>(crcs.data() + crcs.size() - 4, proto::crc32c(stored));
   }
   std::array<std::byte, format::kTrailerBytes> trailer{};
   std::memcpy(trailer.data(), format::kTrailerMagic.data(), format::kTrailerMagic.size());

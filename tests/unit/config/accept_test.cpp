@@ -48,6 +48,21 @@ TEST(Accept, DefaultsAreThoseOfTheStructs) {
   EXPECT_EQ(c.jobs[0], want_job);
 }
 
+TEST(Accept, CheckpointsAreServerDefaultsWithPerJobOverrides) {
+  Config c = must_load(patched(
+      "cfg.checkpoints = { dir = '/var/lib/phub', every_rounds = 500, keep = 4 }\n"
+      "cfg.jobs[3] = { id = 3, name = 'c', mode = 'ps', workers = 1, port_base = 40020,\n"
+      "                keys = { { name = 'w', elems = 8 } }, checkpoint = { every_s = 30, keep = 2 } }"));
+  EXPECT_EQ(c.checkpoints, (Checkpoints{"/var/lib/phub", 500, 0, 4}));
+  EXPECT_EQ(c.jobs[0].checkpoint, Checkpoints{});  // allreduce: no checkpoint
+  EXPECT_EQ(c.jobs[1].checkpoint, (Checkpoints{"/var/lib/phub", 500, 0, 4}));
+  EXPECT_EQ(c.jobs[2].checkpoint, (Checkpoints{"/var/lib/phub", 500, 30, 2}));
+  // A dump loads back to the same config.
+  Config again = must_load(dump_lua(c));
+  EXPECT_EQ(again, c);
+  EXPECT_NE(describe(c).find("checkpoints in /var/lib/phub every 500 rounds every 30 s (keep 2)"), std::string::npos);
+}
+
 TEST(Accept, SizesTakeUnits) {
   Config c = must_load(patched(
       "cfg.limits = { memory_bytes = '2GiB' }\n"

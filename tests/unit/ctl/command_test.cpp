@@ -15,7 +15,7 @@ namespace {
 using test::FakeHandler;
 
 const std::string kList =
-    "commands: status, stats [--json], jobs, job NAME, config, version, reload [FILE], drain NAME, reset NAME, help";
+    "commands: status, stats [--json], jobs, job NAME, config, version, reload [FILE], drain NAME, reset NAME, checkpoint NAME, help";
 
 std::string error_of(std::string_view line) {
   FakeHandler h;
@@ -40,6 +40,7 @@ TEST(Commands, EachReachesItsMethodWithItsArgument) {
       {"reload '/etc/phub/new config.lua'", "reload /etc/phub/new config.lua"},
       {"drain alpha", "drain alpha"},
       {"reset alpha", "reset alpha"},
+      {"checkpoint alpha", "checkpoint alpha"},
   };
   for (const auto& [line, call] : cases) {
     const Reply r = answer_request(line, h);
@@ -56,6 +57,8 @@ TEST(Commands, AnswersAreTheHandlersRepliesAndExceptionsErrors) {
   EXPECT_EQ(answer_request("job nosuch", h), Reply::failure("no job named 'nosuch'\n"));
   EXPECT_EQ(answer_request("reset throw", h), Reply::failure("internal error: the engine said no\n"));
   EXPECT_EQ(answer_request("reset alpha", h), Reply::success("reset alpha\n"));
+  EXPECT_EQ(answer_request("checkpoint alpha", h), Reply::success("checkpoint of round 7 written\n"));
+  EXPECT_EQ(answer_request("checkpoint beta", h), Reply::failure("not a ps job\n"));
 }
 
 TEST(Commands, HelpIsAnsweredWithoutTheHandler) {
@@ -78,6 +81,7 @@ TEST(Commands, ArgumentMistakesShowTheUsage) {
   EXPECT_EQ(error_of("job"), "job: missing NAME (usage: job NAME)\n");
   EXPECT_EQ(error_of("drain"), "drain: missing NAME (usage: drain NAME)\n");
   EXPECT_EQ(error_of("reset ''"), "reset: NAME is empty (usage: reset NAME)\n");
+  EXPECT_EQ(error_of("checkpoint"), "checkpoint: missing NAME (usage: checkpoint NAME)\n");
   EXPECT_EQ(error_of("job a b"), "job: unexpected argument 'b' (usage: job NAME)\n");
   EXPECT_EQ(error_of("status now"), "status: unexpected argument 'now' (usage: status)\n");
   EXPECT_EQ(error_of("version --json"), "version: unexpected argument '--json' (usage: version)\n");

@@ -49,6 +49,11 @@ class FakeHandler : public Handler {
     return Reply::success("reset " + std::string(name) + "\n");
   }
 
+  Reply checkpoint(std::string_view name) override {
+    if (name != "alpha") return record("checkpoint " + std::string(name), Reply::failure("not a ps job\n"));
+    return record("checkpoint alpha", Reply::success("checkpoint of round 7 written\n"));
+  }
+
   // Every call so far, as "command argument".
   std::vector<std::string> calls() const {
     std::lock_guard lock(mutex_);

@@ -70,6 +70,25 @@ TEST(ConfigDiff, LimitsSecretsSourcesAndNamesChangeInPlace) {
   EXPECT_TRUE(d.settings_changed);
 }
 
+TEST(ConfigDiff, CheckpointSettingsChangeInPlace) {
+  auto running = base();
+  running.jobs[1].mode = config::JobMode::ps;
+  auto next = running;
+  next.checkpoints.dir = "/var/lib/phub";
+  next.jobs[1].checkpoint = {"/var/lib/phub", 100, 60, 5};
+  const auto d = diff_configs(running, next);
+  ASSERT_TRUE(d.ok()) << d.refused.front();
+  EXPECT_EQ(d.changed, std::vector<uint32_t>{2});
+  EXPECT_TRUE(d.settings_changed);
+  auto again = next;
+  again.jobs[1].checkpoint.every_rounds = 0;
+  again.jobs[1].checkpoint.keep = 1;
+  const auto d2 = diff_configs(next, again);
+  ASSERT_TRUE(d2.ok()) << d2.refused.front();
+  EXPECT_EQ(d2.changed, std::vector<uint32_t>{2});
+  EXPECT_FALSE(d2.settings_changed);
+}
+
 TEST(ConfigDiff, ArpIcmpLimitsChangeInPlaceUdpChecksumNeedsARestart) {
   auto next = base();
   next.limits.arp_icmp_per_s = 10;

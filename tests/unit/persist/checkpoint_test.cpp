@@ -46,7 +46,7 @@ std::vector<std::vector<float>> state(uint64_t elems, uint32_t seed, bool compre
 
 fs::path write(const fs::path& dir, uint32_t round, const std::vector<std::vector<float>>& a,
                const CheckpointId& id = job_id()) {
-  CheckpointMeta m{id, round, 3, a[0].size()};
+  CheckpointMeta m{id, round, 3, a[0].size(), 5'000'000'000ull + round};
   std::vector<std::span<const float>> spans(a.begin(), a.end());
   auto p = write_checkpoint(dir, m, spans);
   EXPECT_TRUE(p.has_value()) << p.error();
@@ -83,6 +83,7 @@ TEST(Checkpoint, RoundTripsBitForBit) {
     EXPECT_EQ(cp->meta.id, job_id());
     EXPECT_EQ(cp->meta.round, 42u);
     EXPECT_EQ(cp->meta.epoch, 3u);
+    EXPECT_EQ(cp->meta.step, 5'000'000'042ull);
     EXPECT_TRUE(same_bits(cp->arrays, a));
     const auto raw = 700001ull * 4 * 3;
     if (compressible) EXPECT_LT(fs::file_size(p), raw / 10) << "igzip should shrink a repeating pattern";

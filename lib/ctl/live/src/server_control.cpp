@@ -124,4 +124,16 @@ Reply ServerControl::reset(std::string_view name) {
                         "' reset: its rounds start again at 0 in a new epoch; its workers must restart\n");
 }
 
+Reply ServerControl::checkpoint(std::string_view name) {
+  auto w = engine_.checkpoint(name);
+  if (!w) return Reply::failure(w.error() + "\n");
+  cache_.refresh(engine_);
+  return Reply::success("job '" + std::string(name) + "': checkpoint of round " + std::to_string(w->round) +
+                        " (epoch " + std::to_string(w->epoch) + ", step " + std::to_string(w->step) + ") written to " +
+                        w->file.string() + ": " + std::to_string(w->file_bytes) + " bytes for " +
+                        std::to_string(w->state_bytes) + " bytes of state, copied in " +
+                        std::to_string(w->copy_ns / 1000) + " us, written in " + std::to_string(w->write_ns / 1000) +
+                        " us" + (w->pruned != 0 ? ", " + std::to_string(w->pruned) + " older removed" : "") + "\n");
+}
+
 }  // namespace phub::ctl

@@ -74,6 +74,19 @@ struct Optimizer {
   bool operator==(const Optimizer&) const = default;
 };
 
+// Parameter-server checkpoints (docs/persistence.md): where and how often a ps job's weights and
+// optimizer state are written. Config::checkpoints holds the server-wide defaults; a ps job's own
+// `checkpoint` table overrides any field. The loader resolves them into Job::checkpoint.
+struct Checkpoints {
+  std::string dir;            // absolute path of an existing directory; empty = no checkpoints
+  uint32_t every_rounds = 0;  // after every N-th round (0 = not by rounds)
+  uint32_t every_s = 0;       // at the first round boundary T seconds after the last one (0 = not by time)
+  uint32_t keep = 3;          // newest files kept per job shard, 1..1000
+
+  [[nodiscard]] bool enabled() const noexcept { return !dir.empty(); }
+  bool operator==(const Checkpoints&) const = default;
+};
+
 // One tensor of a job. Keys are chunked in declaration order.
 struct Key {
   std::string name;     // unique within the job
@@ -107,6 +120,7 @@ struct Job {
   // Rack hierarchy: for each rack name in Config::racks (in that order), the ranks of this job that live there.
   // Empty when the deployment has no racks.
   std::vector<std::pair<std::string, std::vector<uint16_t>>> ranks_by_rack;
+  Checkpoints checkpoint;          // ps mode: the server-wide checkpoints with the job's overrides
 
   bool operator==(const Job&) const = default;
 };
@@ -163,6 +177,7 @@ struct Config {
   Timeouts timeouts;
   Limits limits;
   Control control;
+  Checkpoints checkpoints;             // defaults for every ps job's checkpoint (allreduce jobs have none)
 
   bool operator==(const Config&) const = default;
 };

@@ -11,7 +11,7 @@
 
 namespace phub::ctl {
 
-enum class Verb { help, status, stats, jobs, job, config, version, reload, drain, reset };
+enum class Verb { help, status, stats, jobs, job, config, version, reload, drain, reset, checkpoint };
 
 // A request whose words were checked: the command, and its argument (NAME or FILE) if it has one.
 struct Command {
@@ -22,7 +22,7 @@ struct Command {
   bool operator==(const Command&) const = default;
 };
 
-// "status, stats [--json], jobs, job NAME, config, version, reload [FILE], drain NAME, reset NAME, help"
+// "status, stats [--json], jobs, job NAME, config, version, reload [FILE], drain NAME, reset NAME, checkpoint NAME, help"
 [[nodiscard]] std::string command_list();
 // One line per command with what it does (the answer to `help`, and part of phub-ctl's usage).
 [[nodiscard]] std::string command_help();

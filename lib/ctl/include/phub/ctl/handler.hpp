@@ -39,6 +39,9 @@ class Handler {
   virtual Reply reload(std::optional<std::string_view> file) = 0;
   virtual Reply drain(std::string_view name) = 0;  // stop admitting new rounds of a job
   virtual Reply reset(std::string_view name) = 0;  // reset a job's rounds
+  // Write a ps job's checkpoint now; answers with the file and round, or why not. Waits for the job's
+  // next round boundary (bounded).
+  virtual Reply checkpoint(std::string_view name) = 0;
 };
 
 }  // namespace phub::ctl

@@ -101,6 +101,9 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(leaves, "leave requests")                                                                 \
   X(epochs_started, "epochs started: a new run's rank 0 or the operator reset the rounds")      \
   X(resets, "rounds reset by the operator (phub-ctl reset)")                                  \
+  X(checkpoint_chunks_copied, "chunk states copied for a checkpoint at their round boundary")   \
+  X(checkpoints_written, "checkpoint files written (by the control thread; in lcore index 0's row)") \
+  X(checkpoints_failed, "checkpoints that failed: no boundary reached, a new epoch, or the write (control thread)") \
   X(round_latency_sum_ns, "sum of the completed rounds' latencies, first push to last result")
 
 // Round latency histogram: a round's time from its first contribution to its completion. Upper bounds in

@@ -6,6 +6,9 @@
 #include <rte_rcu_qsbr.h>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +19,7 @@
 #include "phub/config/config.hpp"
 #include "phub/drivers/eth_port.hpp"
 #include "phub/drivers/mempool.hpp"
+#include "phub/engine/checkpoint_capture.hpp"
 #include "phub/engine/config_diff.hpp"
 #include "phub/engine/lcore.hpp"
 #include "phub/engine/snapshot.hpp"
@@ -72,6 +76,19 @@ struct ReloadOutcome {
   bool drain_timed_out = false;
 };
 
+// A checkpoint written (Engine::checkpoint).
+struct CheckpointWritten {
+  std::filesystem::path file;
+  uint32_t round = 0;        // the state after this round
+  uint16_t epoch = 0;
+  uint64_t step = 0;         // optimizer updates in it
+  uint64_t state_bytes = 0;  // the fp32 state it holds
+  uint64_t file_bytes = 0;
+  uint64_t copy_ns = 0;      // from the request until the last chunk was copied by its lcore
+  uint64_t write_ns = 0;     // compressing, writing, fsync and rename
+  size_t pruned = 0;         // older files removed (checkpoint.keep)
+};
+
 // What a config asks for that this server does not do yet, as an error naming the fields; nullopt when
 // it can run the config as written. phub-server --check and Engine::create both refuse such a config.
 [[nodiscard]] std::optional<std::string> unsupported_settings(const config::Config& cfg);
@@ -97,6 +114,17 @@ class Engine {
   // Ask every lcore to start no new round of the job / restart its rounds in a new epoch (control thread).
   [[nodiscard]] Expected<void, std::string> drain(std::string_view job_name);
   [[nodiscard]] Expected<void, std::string> reset(std::string_view job_name);
+  // Checkpoints of ps jobs (control thread; checkpoint.cpp). checkpoint() takes one now: each chunk's
+  // state after the newest round boundary is copied by its lcore, then this thread writes the file into
+  // the job's checkpoint.dir and prunes to checkpoint.keep. Returns the file, or why not: among others,
+  // no round boundary within `boundary_wait` (the control thread waits that long at most, plus the write:
+  // keep it well below the systemd watchdog).
+  [[nodiscard]] Expected<CheckpointWritten, std::string> checkpoint(
+      std::string_view job_name, std::chrono::milliseconds boundary_wait = std::chrono::seconds(5));
+  // Takes the checkpoints that checkpoint.every_rounds / every_s make due; one log line per attempt.
+  [[nodiscard]] std::vector<std::string> checkpoint_due();
+  // What the start-up restore did, one line per job and per file skipped (also in startup_lines()).
+  [[nodiscard]] const std::vector<std::string>& restore_lines() const noexcept { return restore_lines_; }
   // Frees the memory of removed jobs once no transmit points into it (control thread, periodically).
   void collect_retired();
   [[nodiscard]] size_t retired_jobs() const noexcept { return retired_.size(); }
@@ -131,6 +159,12 @@ class Engine {
   void publish(std::shared_ptr<const Snapshot> next, ReloadOutcome* outcome);
   // Sends `kind` for job `id` to every lcore and waits for all answers (or stopped lcores).
   [[nodiscard]] Expected<void, std::string> ask_lcores(RequestKind kind, std::string_view job_name);
+  [[nodiscard]] Expected<void, std::string> ask_lcores(const Request& request);
+  // Restores each ps job's newest valid checkpoint before the lcores start (Engine::create).
+  [[nodiscard]] Expected<void, std::string> restore_checkpoints();
+  // One capture attempt of the state after the newest completed round (checkpoint.cpp).
+  [[nodiscard]] Expected<void, std::string> capture_once(size_t job_index, CheckpointCapture& cap,
+                                                        std::chrono::steady_clock::time_point deadline, bool& retry);
 
   // Declaration order is destruction order reversed: lcores stop first, ports close (freeing in-flight
   // mbufs that reference result buffers) before the job memory and the pools go.
@@ -153,6 +187,14 @@ class Engine {
   proto::AuthKey cookie_key_;  // random, drawn by create(): address cookies of this server run
   std::vector<std::string> steering_lines_;
   std::vector<std::vector<uint16_t>> steered_;  // per port: the UDP ports with a flow rule, by queue order
+  std::vector<std::string> restore_lines_;
+  struct CheckpointSchedule {
+    std::chrono::steady_clock::time_point last;  // the last checkpoint (or the first look at the job)
+    uint32_t last_round = 0;
+    bool has_round = false;
+    uint16_t epoch = 0;
+  };
+  std::map<uint32_t, CheckpointSchedule> schedules_;  // by job id
 };
 
 }  // namespace phub::engine

@@ -52,6 +52,7 @@ class Lcore {
   void serve_requests_stopped(const Snapshot& s) noexcept {
     snap_ = &s;
     serve_requests(s);
+    for (uint32_t i = 0; capturing_ != 0 && i < kStoppedCopiesPerCall; ++i) copy_captures(s);
   }
 
   [[nodiscard]] const LcoreCounters& counters() const noexcept { return counters_; }
@@ -110,6 +111,13 @@ class Lcore {
   // Rank 0 restarted the job: every chunk this lcore owns starts again at round 0 of `epoch`.
   void start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept;
   void on_probe(rte_mbuf* m, Rx& rx) noexcept;
+  // Checkpoints (lcore_checkpoint.cpp): arm a capture of the job's chunks after req.round; copy a chunk
+  // as it completes the round or before a push of the next round reaches it, and the chunks already at
+  // the boundary a few per loop iteration (copy_captures); forget the capture.
+  void arm_capture(const JobPlan& plan, LcoreJob& lj, const Request& req) noexcept;
+  void capture_chunk(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  void copy_captures(const Snapshot& s) noexcept;
+  void detach_capture(LcoreJob& lj) noexcept;
 
   // Result segment `seg` of buffer out[buf] of chunk `c`, labelled `round`, to `rank`.
   void send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
@@ -172,9 +180,11 @@ class Lcore {
   uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
   uint32_t seq_ = 0;
   static constexpr uint16_t kMaxBurst = 32;  // frames taken from a queue or inbox at once
+  static constexpr uint32_t kStoppedCopiesPerCall = 1024;  // checkpoint chunks a stopped lcore's server copies
   rte_mbuf* consumed_[kMaxBurst];
   rte_mbuf* burst_[kMaxBurst];  // the frames of the current RX or inbox burst
   uint16_t consumed_n_ = 0;
+  uint32_t capturing_ = 0;  // jobs with a checkpoint capture attached on this lcore
 };
 
 }  // namespace phub::engine

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "phub/base/expected.hpp"
+#include "phub/engine/checkpoint_capture.hpp"
 #include "phub/engine/chunk.hpp"
 #include "phub/engine/counters.hpp"
 #include "phub/engine/job_plan.hpp"
@@ -87,10 +88,20 @@ class LcoreJob {
 
   JobCounters counters;
   uint16_t epoch = 0;            // the job's epoch on this lcore (see docs/protocol.md, "Epochs")
+  uint32_t epoch_first_round = 0;  // the epoch's first round: 0, or the round after a restored checkpoint's
   bool draining = false;         // no new rounds: the operator drains the job, or a reload removes it
   uint64_t open_rounds = 0;      // chunks with a round in progress (a gauge; written with bump())
   uint32_t stall_cursor = 0;
   uint64_t allocated_bytes = 0;  // what create() took from the DPDK heap and mempools
+  // The newest round a chunk of this lcore completed in the current epoch (valid when rounds_in_epoch):
+  // where the control thread aims a checkpoint. Written by the lcore, read by the control thread.
+  uint32_t newest_round = 0;
+  bool rounds_in_epoch = false;
+  // A checkpoint capture in progress (lcore_checkpoint.cpp): the chunks still to copy, by local index.
+  CheckpointCapture* capture = nullptr;
+  std::vector<uint8_t> capture_armed;
+  uint32_t capture_left = 0;
+  uint32_t capture_cursor = 0;  // where copy_captures goes on
 
  private:
   LcoreJob() = default;

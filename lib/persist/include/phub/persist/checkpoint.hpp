@@ -31,6 +31,7 @@ struct CheckpointMeta {
   uint32_t round = 0;    // the round boundary the state belongs to (the state after this round)
   uint16_t epoch = 0;    // the job epoch it was taken in
   uint64_t elems = 0;    // elements per array
+  uint64_t step = 0;     // optimizer updates applied to the state (momentum's first step, Adam's bias correction)
 };
 
 // The state: arrays of `elems` fp32 values each (weights, then the optimizer's state in its order).

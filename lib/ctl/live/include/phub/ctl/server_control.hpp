@@ -1,5 +1,5 @@
 // The control socket's commands on a running server (the Handler of lib/ctl): status, counters, jobs, the
-// running config, reload, drain and reset. Runs on the control thread.
+// running config, reload, drain, reset and checkpoint. Runs on the control thread.
 #pragma once
 
 #include <chrono>
@@ -28,6 +28,7 @@ class ServerControl : public Handler {
   Reply reload(std::optional<std::string_view> file) override;
   Reply drain(std::string_view name) override;
   Reply reset(std::string_view name) override;
+  Reply checkpoint(std::string_view name) override;
 
   // SIGHUP: the file the server started with (or last reloaded), as a reload command would.
   Reply reload_start_file() { return reload(std::nullopt); }
