@@ -123,35 +123,31 @@ Expected<void, std::string> Engine::ask_lcores(RequestKind kind, std::string_vie
 
 Expected<void, std::string> Engine::ask_lcores(const Request& request) {
   std::vector<Request> reqs(lcores_.size(), request);
-  for (size_t i = 0; i < lcores_.size(); ++i) {
-    if (rte_ring_sp_enqueue(requests_[i], &reqs[i]) != 0) return unexpected(std::string("lcore request ring full"));
-  }
+  // The lcores asked point into `reqs` until they answer: even when a ring is full, those answers are
+  // awaited before `reqs` goes.
+  size_t asked = 0;
+  while (asked < lcores_.size() && rte_ring_sp_enqueue(requests_[asked], &reqs[asked]) == 0) ++asked;
   // The lcores answer within a loop iteration and a timer tick; stopped ones are served here.
   size_t answered = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (answered < lcores_.size()) {
-    for (size_t i = 0; i < lcores_.size(); ++i) {
+  auto collect = [&] {
+    for (size_t i = 0; i < asked; ++i) {
       void* item = nullptr;
       while (rte_ring_sc_dequeue(responses_[i], &item) == 0) ++answered;
     }
-    if (answered == lcores_.size()) break;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  bool late = false;
+  for (collect(); answered < asked; collect()) {
     if (!running_) {
       for (auto& l : lcores_) l->serve_requests_stopped(*current_);
       continue;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      // The requests stay in the rings, pointing at `reqs`: wait for the answers rather than free them.
-      while (answered < lcores_.size()) {
-        for (size_t i = 0; i < lcores_.size(); ++i) {
-          void* item = nullptr;
-          while (rte_ring_sc_dequeue(responses_[i], &item) == 0) ++answered;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      return unexpected(std::string("the lcores took over 5 s to answer"));
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    late = late || std::chrono::steady_clock::now() >= deadline;
+    // Late: keep waiting for the answers (the requests stay in the rings, pointing at `reqs`).
+    std::this_thread::sleep_for(late ? std::chrono::microseconds(1000) : std::chrono::microseconds(200));
   }
+  if (asked < lcores_.size()) return unexpected(std::string("lcore request ring full"));
+  if (late) return unexpected(std::string("the lcores took over 5 s to answer"));
   return {};
 }
 
