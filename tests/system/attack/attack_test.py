@@ -8,7 +8,6 @@ Beside the attacks, job "healthy" runs real phub-demo-worker ranks that verify e
 finish correctly while the attacker moves its rank 1's address.
 Usage: attack_test.py --build BUILD_DIR   (root; removes namespaces and processes, also on failure)
 """
-import argparse
 import json
 import os
 import subprocess
@@ -18,7 +17,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "live"))
 import livenet  # noqa: E402
-from livenet import Checks, phubnet  # noqa: E402
+from livenet import phubnet  # noqa: E402
 
 TARGET_KEYS = [352 * 8]  # chunk 0: 8 segments of 352 fp32 (attacker.py assumes it)
 JOBS = [phubnet.job(1, "healthy", 2, [30000, 4097], 45100),
@@ -47,13 +46,11 @@ def drops(ctl, job, reason):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args = ap.parse_args()
-    livenet.unwind_on_sigterm()
-    check = Checks()
+    build, check, root = livenet.begin()
+    if not root:
+        return check.summary()
     rows = []
-    with phubnet.Net(workers=3, lcores=1, build_dir=args.build) as net:
+    with phubnet.Net(workers=3, lcores=1, build_dir=build) as net:
         net.start_server(JOBS, round_stall_ms=100, timeout_s=300, settings=dict(control=dict(metrics_interval_ms=50)))
         ctl = livenet.Ctl(net)
 

@@ -10,12 +10,11 @@ message on stderr that names the field and the reason, and leave `phub-ctl confi
 A good reload afterwards must still apply.
 Usage: bad_reload_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
-import argparse
 import os
 import sys
 
 import livenet
-from livenet import Checks, phubnet
+from livenet import phubnet
 
 KEYS = [20000, 3000, 1]
 A = phubnet.job(1, "A", 2, KEYS, 42100, secret="a-secret-0123456")
@@ -55,15 +54,10 @@ def cases(net, good):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    a = ap.parse_args()
-    livenet.unwind_on_sigterm()
-    check = Checks()
-    if os.geteuid() != 0:
-        check("runs as root (namespaces, af_packet)", False)
+    build, check, root = livenet.begin()
+    if not root:
         return check.summary()
-    with phubnet.Net(2, build_dir=a.build, lcores=1) as net:
+    with phubnet.Net(2, build_dir=build, lcores=1) as net:
         net.start_server([A, B], timeout_s=120)
         ctl = livenet.Ctl(net)
         good = open(net.config_path).read()

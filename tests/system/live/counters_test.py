@@ -12,7 +12,6 @@ values are constant, every compared counter must be equal across the three. `pro
 accept a scrape of the endpoint without a word.
 Usage: counters_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
-import argparse
 import json
 import os
 import re
@@ -22,7 +21,7 @@ import time
 import urllib.parse
 
 import livenet
-from livenet import Checks, phubnet
+from livenet import phubnet
 
 INTERVAL_MS = 300
 SCRAPE_MS = 200
@@ -180,15 +179,10 @@ def differences(a, b, c):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    a = ap.parse_args()
-    livenet.unwind_on_sigterm()
-    check = Checks()
-    if os.geteuid() != 0:
-        check("runs as root (namespaces, af_packet)", False)
+    build, check, root = livenet.begin()
+    if not root:
         return check.summary()
-    with phubnet.Net(4, build_dir=a.build, lcores=1) as net:
+    with phubnet.Net(4, build_dir=build, lcores=1) as net:
         net.start_server([A, B], timeout_s=200, settings=dict(control=dict(metrics_interval_ms=INTERVAL_MS)))
         ctl = livenet.Ctl(net)
         port = int(re.search(r"phub: metrics: http://127\.0\.0\.1:(\d+)/metrics", open(net.server_log).read()).group(1))

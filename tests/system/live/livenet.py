@@ -1,6 +1,7 @@
-"""What the live-operation tests share: phubnet's test bed (tests/system/client), the boot tests' named checks,
-phub-ctl against the server's socket, config files for reloads, workers started without waiting, and the
-lcores' loop-gap histogram."""
+"""What the namespace tests share (live, persist, attack): their start, phubnet's test bed
+(tests/system/client), the boot tests' named checks, phub-ctl against the server's socket, config files for
+reloads, workers started without waiting, and the lcores' loop-gap histogram."""
+import argparse
 import json
 import os
 import subprocess
@@ -11,6 +12,21 @@ sys.path.insert(0, os.path.join(HERE, "..", "client"))
 sys.path.insert(0, os.path.join(HERE, "..", "boot"))
 import phubnet  # noqa: E402,F401  (re-exported)
 from checks import Checks, unwind_on_sigterm  # noqa: E402,F401
+
+
+def begin():
+    """The start every namespace test shares: `--build BUILD_DIR` from the command line, SIGTERM unwinding
+    through the tests' clean-up, and the named checks, with a failed check when not root. Returns
+    (build_dir, checks, is_root); a caller that is not root returns checks.summary()."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    a = ap.parse_args()
+    unwind_on_sigterm()
+    check = Checks()
+    root = os.geteuid() == 0
+    if not root:
+        check("runs as root (namespaces, af_packet)", False)
+    return a.build, check, root
 
 
 class Ctl:

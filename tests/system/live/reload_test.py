@@ -17,7 +17,6 @@ target of 100 us. The target is asserted only if the windows without reloads sta
 machine lets the measurement mean something about the server; otherwise it is printed as a measurement.
 Usage: reload_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
-import argparse
 import os
 import re
 import signal
@@ -25,7 +24,7 @@ import sys
 import time
 
 import livenet
-from livenet import Checks, phubnet
+from livenet import phubnet
 
 TARGET_US = 100
 RELOADS = 100
@@ -114,17 +113,12 @@ def only_b_changed(message, added, removed):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    a = ap.parse_args()
-    livenet.unwind_on_sigterm()
-    check = Checks()
-    if os.geteuid() != 0:
-        check("runs as root (namespaces, af_packet)", False)
+    build, check, root = livenet.begin()
+    if not root:
         return check.summary()
     windows = 2 * (RELOADS // 3 + 1)
     run_s = int(3 + windows * WINDOW_BUDGET_S)
-    with phubnet.Net(6, build_dir=a.build, lcores=1, lcore_map="0@0,1@1", worker_cpus="0") as net:
+    with phubnet.Net(6, build_dir=build, lcores=1, lcore_map="0@0,1@1", worker_cpus="0") as net:
         net.start_server([A, b_job(0), D], timeout_s=run_s + 120, polling=POLLING, settings=SETTINGS)
         ctl = livenet.Ctl(net, pin="0")
         workers_cfg = livenet.write(os.path.join(net.tmp, "workers.lua"),

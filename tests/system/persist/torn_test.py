@@ -9,7 +9,6 @@ must log one line skipping that file with the reason, and restore round 4. phub-
 why not for an allreduce job.
 Usage: torn_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
-import argparse
 import os
 import re
 import shutil
@@ -18,7 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "live"))
 import livenet  # noqa: E402
-from livenet import Checks, phubnet  # noqa: E402
+from livenet import phubnet  # noqa: E402
 
 KEYS = [30000, 2000]
 
@@ -40,15 +39,10 @@ def restore_lines(log):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    a = ap.parse_args()
-    livenet.unwind_on_sigterm()
-    check = Checks()
-    if os.geteuid() != 0:
-        check("runs as root (namespaces, af_packet)", False)
+    build, check, root = livenet.begin()
+    if not root:
         return check.summary()
-    with phubnet.Net(2, build_dir=a.build, lcores=2) as net:
+    with phubnet.Net(2, build_dir=build, lcores=2) as net:
         ckdir = os.path.join(net.tmp, "ckpt")
         os.mkdir(ckdir)
         jobs = [phubnet.job(1, "ar", 2, KEYS, 42100),
