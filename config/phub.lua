@@ -71,7 +71,7 @@ return {
       dtype = "fp32",
       workers = 2,
       port_base = 40100,
-      secret = "demo-ps-secret",
+      secret = "demo-parameter-server-secret",
       quota_bytes = 16 * MiB,
       allowed_sources = { "198.18.0.0/24" },
       keys = {

@@ -33,7 +33,7 @@ return {
     -- Team A: vision model, parameter server with momentum SGD, fp32 pushes.
     tenant {
       id = 1, name = "vision-a", mode = "ps", dtype = "fp32",
-      workers = 8, secret = "team-a:3f9c2e71", quota_bytes = 512 * MiB,
+      workers = 8, secret = "team-a:3f9c2e71c5d8", quota_bytes = 512 * MiB,
       rate_limit_pps = 2000000, subnet = "198.18.30.0/24",
       keys = { { name = "backbone", elems = 11689512 }, { name = "head", elems = 513000 } },
       optimizer = { kind = "momentum", lr = 0.05, momentum = 0.9, weight_decay = 5e-4 },
@@ -41,7 +41,7 @@ return {
     -- Team B: language model, bf16 allreduce, bit-reproducible sums (deterministic mode).
     tenant {
       id = 2, name = "lm-b", mode = "allreduce", reduce = "mean", dtype = "bf16", deterministic = true,
-      workers = 4, secret = "team-b:a0d41b9e", quota_bytes = "1GiB", chunk_bytes = "64KiB",
+      workers = 4, secret = "team-b:a0d41b9e07f2", quota_bytes = "1GiB", chunk_bytes = "64KiB",
       rate_limit_pps = 4000000, subnet = "198.18.31.0/24",
       keys = { { name = "tok_embeddings", elems = 32000 * 768 }, { name = "layers", elems = 12 * 7079424 } },
     },
@@ -49,15 +49,15 @@ return {
     tenant {
       id = 3, name = "recsys-c", mode = "ps", dtype = "fp16",
       workers = { "198.18.32.10", "198.18.32.11", "198.18.32.12" },
-      secret = "team-c:77e05a13", quota_bytes = 256 * MiB, rate_limit_pps = 1000000,
+      secret = "team-c:77e05a13e94b", quota_bytes = 256 * MiB, rate_limit_pps = 1000000,
       subnet = "198.18.32.0/24", round_modulus = 65536,
       keys = { { name = "dense", elems = 2097152 }, { name = "bias", elems = 1 } },
       optimizer = { kind = "adam", lr = 3e-4, beta1 = 0.9, beta2 = 0.98, eps = 1e-6 },
     },
-    -- An open sandbox job: no secret (no authentication), any source, small quota, plain sum.
+    -- An open sandbox job: no secret (no authentication, which it must say), any source, small quota.
     tenant {
       id = 4, name = "scratch", mode = "allreduce", reduce = "sum", dtype = "fp32",
-      workers = 2, secret = "", quota_bytes = 16 * MiB, rate_limit_pps = 100000,
+      workers = 2, secret = "", insecure = true, quota_bytes = 16 * MiB, rate_limit_pps = 100000,
       allowed_sources = {},
       keys = { { name = "t", elems = 4096 } },
     },

@@ -20,6 +20,7 @@ constexpr std::pair<std::string_view, OptimizerKind> kOptimizers[] = {{"sgd", Op
 
 constexpr size_t kMaxKeys = 1u << 20;
 constexpr size_t kMaxSecretBytes = 1024;
+constexpr size_t kMinSecretBytes = 16;  // shorter ones need insecure = true
 
 void convert_optimizer(Record& r, Optimizer& o) {
   r.choice<OptimizerKind>("kind", o.kind, kOptimizers);
@@ -140,9 +141,16 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
   convert_workers(r, j);
   r.integer("port_base", j.port_base, 1, 65535, true);
   r.string("secret", j.secret);
+  r.boolean("insecure", j.insecure);
   if (j.secret.size() > kMaxSecretBytes) {
     errors.add(r.path("secret"), "a secret of " + std::to_string(j.secret.size()) + " bytes is longer than " +
                                      std::to_string(kMaxSecretBytes));
+  } else if (j.secret.empty() && !j.insecure) {
+    errors.add(r.path("secret"), "missing: a job without a secret must say insecure = true (anyone who can reach "
+                                 "its ports can then push, pull and reset it)");
+  } else if (j.secret.size() < kMinSecretBytes && !j.insecure) {
+    errors.add(r.path("secret"), "a secret of " + std::to_string(j.secret.size()) + " bytes is shorter than " +
+                                     std::to_string(kMinSecretBytes) + " (or say insecure = true)");
   }
   j.quota_bytes = limits.memory_bytes;
   r.size("quota_bytes", j.quota_bytes, 1, kMaxSizeBytes);

@@ -135,6 +135,7 @@ void dump_job(Writer& w, const Job& j) {
   }
   w.field("port_base", j.port_base);
   w.text("secret", j.secret);
+  w.field("insecure", j.insecure ? "true" : "false");
   w.field("quota_bytes", j.quota_bytes);
   w.field("chunk_bytes", j.chunk_bytes);
   w.open("keys");

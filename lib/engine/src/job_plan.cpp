@@ -57,7 +57,7 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
   m.optimizer = map_optimizer(job.optimizer);
 
   p.authenticated = !job.secret.empty();
-  if (p.authenticated) p.key = proto::derive_key(job.secret);
+  if (p.authenticated) p.key = proto::derive_key(job.secret, job.id);
   p.rate_per_lcore_pps = job.rate_limit_pps == 0 ? 0 : (job.rate_limit_pps + lcores - 1) / lcores;
   p.first_owner = static_cast<uint16_t>(job.shard_index * lcores);
   p.memory = estimate_job_memory(m, p.layout, p.first_owner, lcores);

@@ -37,7 +37,7 @@ Expected<Workload, std::string> Workload::build(const JobSpec& spec, uint16_t ip
   if (!layout) return unexpected(who + ": " + layout.error());
   w.layout_ = std::move(*layout);
   for (const auto& c : w.layout_.chunks()) w.segments_total_ += c.segments;
-  if (w.authenticated()) w.key_ = proto::derive_key(spec.secret);
+  if (w.authenticated()) w.key_ = proto::derive_key(spec.secret, spec.id);
 
   const agg::Kernels& k = reference_kernels();
   const size_t n = w.seg_elems_;

@@ -1,9 +1,11 @@
-// SipHash-2-4 header tags keyed per job, and payload CRC32C through ISA-L.
+// SipHash-2-4 header tags keyed per job, job keys through libsodium's KDF, and payload CRC32C through ISA-L.
 #include "phub/proto/auth.hpp"
 
 #include <isa-l/crc.h>
+#include <sodium.h>
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 
 #include "phub/base/bytes.hpp"
@@ -58,11 +60,22 @@ uint64_t siphash24(const AuthKey& key, std::span<const std::byte> data) noexcept
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
-AuthKey derive_key(std::string_view secret) noexcept {
-  // Two domain-separated hashes of the secret under fixed public keys give the 128-bit job key.
-  const auto bytes = std::as_bytes(std::span(secret.data(), secret.size()));
-  return AuthKey{siphash24(AuthKey{0x7068756b65793000ull, 1}, bytes),
-                 siphash24(AuthKey{0x7068756b65793000ull, 2}, bytes)};
+AuthKey derive_key(std::string_view secret, uint32_t job_id) noexcept {
+  // libsodium: the secret's BLAKE2b-256 hash is the master key, and the job key is its crypto_kdf subkey
+  // number job_id under a context of phub's own, so two jobs that share a secret never share a key.
+  static constexpr char kContext[crypto_kdf_CONTEXTBYTES + 1] = "phubjob1";
+  if (sodium_init() < 0) std::abort();  // only when the system has no usable random source, at the first call
+  unsigned char master[crypto_kdf_KEYBYTES];
+  crypto_generichash(master, sizeof master, reinterpret_cast<const unsigned char*>(secret.data()), secret.size(),
+                     nullptr, 0);
+  unsigned char sub[16];
+  static_assert(sizeof sub >= crypto_kdf_BYTES_MIN);
+  crypto_kdf_derive_from_key(sub, sizeof sub, job_id, kContext, master);
+  const AuthKey key{load_le<uint64_t>(reinterpret_cast<const std::byte*>(sub)),
+                    load_le<uint64_t>(reinterpret_cast<const std::byte*>(sub) + 8)};
+  sodium_memzero(master, sizeof master);
+  sodium_memzero(sub, sizeof sub);
+  return key;
 }
 
 uint64_t header_tag(const AuthKey& key, std::span<const std::byte, kHeaderBytes> wire) noexcept {

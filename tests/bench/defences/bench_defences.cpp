@@ -92,7 +92,7 @@ int run(const Options& o) {
   const auto payload = std::as_bytes(std::span(values));
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
   if (!proto::build_phub_frame(a, h, payload, frame)) return 1;
-  const proto::AuthKey job_key = proto::derive_key("a-job-secret-of-24-bytes");
+  const proto::AuthKey job_key = proto::derive_key("a-job-secret-of-24-bytes", 1);
   const proto::AuthKey cookie_key{0x1234, 0x5678};
   auto wire = std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>();
   proto::sign_header(job_key, wire);

@@ -143,7 +143,7 @@ void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const
   ASSERT_TRUE(n.has_value());
   const std::string& secret = secret_override == "\x01" ? job.secret : secret_override;
   if (!secret.empty()) {
-    proto::sign_header(proto::derive_key(secret),
+    proto::sign_header(proto::derive_key(secret, h.job_id),
                        std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>());
 
     proto::refresh_udp_checksum(frame);  // the tag changed bytes under the UDP checksum

@@ -189,7 +189,7 @@ TEST(Reload, ARotatedSecretIsAcceptedDuringItsOverlapAndAnsweredInKind) {
     const bool old_key = r.hdr.rank == 0;
     std::array<std::byte, proto::kHeaderBytes> wire;
     proto::write_header(r.hdr, wire);
-    const auto key = proto::derive_key(old_key ? "old-secret-0123456789" : "new-secret-0123456789");
+    const auto key = proto::derive_key(old_key ? "old-secret-0123456789" : "new-secret-0123456789", 1);
     EXPECT_EQ(r.hdr.auth_tag, proto::header_tag(key, wire)) << "rank " << r.hdr.rank;
   }
   // After the overlap the old secret is refused.

@@ -72,7 +72,7 @@ TEST(Tenants, ForgedAndForeignPacketsAreDroppedPerReasonOthersUnaffected) {
     // Results carry the job's tag too.
     std::vector<std::byte> wire(proto::kHeaderBytes);
     proto::write_header(r.hdr, std::span(wire).first<proto::kHeaderBytes>());
-    EXPECT_TRUE(proto::verify_header(proto::derive_key(b.secret), std::span(wire).first<proto::kHeaderBytes>()));
+    EXPECT_TRUE(proto::verify_header(proto::derive_key(b.secret, b.id), std::span(wire).first<proto::kHeaderBytes>()));
   }
   EXPECT_EQ(drops(*t.engine, Drop::bad_tag), 2u);
   EXPECT_EQ(drops(*t.engine, Drop::bad_rank), 1u);
@@ -109,7 +109,7 @@ TEST(Tenants, ForgedFramesTakeNoHandOffRingSlot) {
     const auto payload = encode(std::vector<float>(352, 1.0f + rank), Dtype::fp32);
     std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
     ASSERT_TRUE(proto::build_phub_frame(w.addrs(rank, static_cast<uint16_t>(job.port_base + 1)), h, payload, frame));
-    proto::sign_header(proto::derive_key(secret),
+    proto::sign_header(proto::derive_key(secret, job.id),
                        std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>());
     proto::refresh_udp_checksum(frame);
     w.send_frame(frame, 0);  // lcore 0's queue: not the owner's
@@ -138,7 +138,7 @@ TEST(Tenants, SourcesOutsideTheAllowedPrefixAreDropped) {
   addrs.src_ip = 0x0a000007;
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + 352 * 4);
   ASSERT_TRUE(proto::build_phub_frame(addrs, h, t.payload(1), frame).has_value());
-  proto::sign_header(proto::derive_key(b.secret), std::span(frame).subspan(42).first<proto::kHeaderBytes>());
+  proto::sign_header(proto::derive_key(b.secret, b.id), std::span(frame).subspan(42).first<proto::kHeaderBytes>());
   proto::refresh_udp_checksum(frame);  // the tag changed bytes under it
   t.w->send_frame(frame, 0);
   EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
@@ -152,7 +152,7 @@ TEST(Tenants, MalformedFramesAreCountedAndServiceGoesOn) {
   proto::Header h = t.push(0, 0);
   h.job_id = a.id;
   ASSERT_TRUE(proto::build_phub_frame(t.w->addrs(0, a.port_base), h, t.payload(1), good).has_value());
-  proto::sign_header(proto::derive_key(a.secret), std::span(good).subspan(42).first<proto::kHeaderBytes>());
+  proto::sign_header(proto::derive_key(a.secret, a.id), std::span(good).subspan(42).first<proto::kHeaderBytes>());
   proto::refresh_udp_checksum(good);
 
   auto truncated = good;
@@ -196,7 +196,7 @@ TEST(Tenants, MalformedFramesAreCountedAndServiceGoesOn) {
 TEST(Tenants, HubForwardsAreDroppedBeforeTheyTouchARankOrARound) {
   TwoJobs t;
   const auto& a = t.cfg.jobs[0];
-  const proto::AuthKey key = proto::derive_key(a.secret);
+  const proto::AuthKey key = proto::derive_key(a.secret, a.id);
   t.w->send(a, 0, t.push(0, 0), t.payload(1));
   for (proto::Opcode op : {proto::Opcode::fwd_partial, proto::Opcode::fwd_result}) {
     proto::Header h = t.push(0, 0);

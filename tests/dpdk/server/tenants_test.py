@@ -32,9 +32,9 @@ def refused(t, a, label, jobs, memory, words):
 def body(a, t):
     inject = ",".join("%s=%d" % kv for kv in FAULTS.items())
     r = testing.run_pair(a, "tenants", [
-        server.job(1, "team-a", 4, 40000, secret="team-a-secret"),
-        server.job(2, "team-b", 4, 40000, dtype="bf16", secret="team-b-secret", reduce="mean"),
-        server.job(3, "team-c", 2, 20000, mode="ps", secret="team-c-secret", optimizer={"kind": "adam", "lr": 0.001}),
+        server.job(1, "team-a", 4, 40000, secret="team-a-secret-0001"),
+        server.job(2, "team-b", 4, 40000, dtype="bf16", secret="team-b-secret-0001", reduce="mean"),
+        server.job(3, "team-c", 2, 20000, mode="ps", secret="team-c-secret-0001", optimizer={"kind": "adam", "lr": 0.001}),
     ], ["--duration", "1.5", "--inject", inject, "--inject-job", "2"], lcores=2, gen_lcores=2)
     t.equal("pktgen exit status", r.status, 0)
     t.equal("server exit status", r.server_status, 0)

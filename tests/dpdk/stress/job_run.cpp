@@ -10,7 +10,7 @@ JobRun::JobRun(uint64_t seed, uint64_t epoch, uint32_t index_in_epoch, const Job
       values(seed, epoch, job_shape),
       model(job_shape, layout, values),
       progress(layout, job_shape.job.workers) {
-  if (!shape.job.secret.empty()) key = proto::derive_key(shape.job.secret);
+  if (!shape.job.secret.empty()) key = proto::derive_key(shape.job.secret, shape.job.id);
 }
 
 }  // namespace phub::stress

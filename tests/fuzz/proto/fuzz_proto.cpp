@@ -38,7 +38,7 @@ void round_trip(const PhubFrame& f) {
 // A parsed hub forward: whatever it carries, its MAC check terminates, and sealing it makes it verify
 // (and still parse) while any other payload fails.
 void forward(const PhubFrame& f, std::span<const std::byte> msg) {
-  static const AuthKey key = derive_key("fuzz");
+  static const AuthKey key = derive_key("fuzz", 1);
   static const AuthKey payload_key = fwd_payload_key(key);
   (void)verify_fwd(key, payload_key, msg.first<kHeaderBytes>(), f.payload);
   std::vector<std::byte> sealed(msg.begin(), msg.end());
@@ -85,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto udp = parse_udp(frame, *ip)) {
     const auto msg = std::span<const std::byte>(frame).subspan(udp->payload_offset, udp->payload_bytes);
-    if (msg.size() >= kHeaderBytes) (void)verify_header(derive_key("fuzz"), msg.first<kHeaderBytes>());
+    if (msg.size() >= kHeaderBytes) (void)verify_header(derive_key("fuzz", 1), msg.first<kHeaderBytes>());
   }
   return 0;
 }

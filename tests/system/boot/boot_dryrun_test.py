@@ -21,7 +21,7 @@ return {{
     {{ name = "virt0", device = "net_ring0", ipv4 = "198.18.10.1/24" }},
   }},
   lcores = {{ {{ id = 1 }} }},
-  jobs = {{ {{ id = 1, name = "t", workers = 2, port_base = 41000, keys = {{ {{ name = "w", elems = 1000 }} }} }} }},
+  jobs = {{ {{ id = 1, name = "t", workers = 2, port_base = 41000, insecure = true, keys = {{ {{ name = "w", elems = 1000 }} }} }} }},
 }}
 """
 

@@ -29,7 +29,7 @@ return {{
   ports = {{ {{ name = "p0", device = "{device}", ipv4 = "198.18.9.1/24", steering = "ring" }} }},
   lcores = {{ {{ id = 1 }} }},
   polling = {{ idle_polls_before_sleep = 100, idle_sleep_us = 200 }},
-  jobs = {{ {{ id = 1, name = "t", workers = {workers}, port_base = 41000, quota_bytes = "8MiB",
+  jobs = {{ {{ id = 1, name = "t", workers = {workers}, port_base = 41000, insecure = true, quota_bytes = "8MiB",
              keys = {{ {{ name = "w", elems = 1000 }} }} }} }},
   limits = {{ mbufs = 4095 }},
   control = {{ socket_path = "/tmp/{prefix}.ctl.sock", metrics_address = "127.0.0.1:0" }},

@@ -39,12 +39,12 @@ from reload_test import Reloader  # noqa: E402
 
 ADAM = dict(kind="adam", lr=0.01, beta1=0.9, beta2=0.99, eps=1e-6)
 MOMENTUM = dict(kind="momentum", lr=0.05, momentum=0.9, weight_decay=0.01)
-TENANTS = [phubnet.job(10, "ps-adam", 2, ft.KEYS, 45000, mode="ps", optimizer=ADAM, secret="tenant-a"),
+TENANTS = [phubnet.job(10, "ps-adam", 2, ft.KEYS, 45000, mode="ps", optimizer=ADAM, secret="tenant-a-soak-secret"),
            phubnet.job(11, "ps-momentum", 2, ft.KEYS, 45100, mode="ps", reduce="mean", optimizer=MOMENTUM,
-                       secret="tenant-b"),
+                       secret="tenant-b-soak-secret"),
            phubnet.job(12, "det-bf16", 2, ft.KEYS, 45200, dtype="bf16", reduce="mean", deterministic=True,
-                       secret="tenant-c")]
-EXTRA = phubnet.job(13, "extra", 2, ft.KEYS, 45300, secret="tenant-d")
+                       secret="tenant-c-soak-secret")]
+EXTRA = phubnet.job(13, "extra", 2, ft.KEYS, 45300, secret="tenant-d-soak-secret")
 ROTATION = [ft.phase_loss, ft.phase_dup, ft.phase_reorder, ft.phase_corrupt, ft.phase_corrupt_crc, ft.phase_kill,
             ft.phase_straggler, ft.phase_flap]
 BACKGROUND_NS = [2, 3]

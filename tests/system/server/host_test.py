@@ -23,7 +23,7 @@ return {{
   ports = {{ {{ name = "p0", device = "net_af_packet_{tag},iface={iface},qpairs=1", ipv4 = "{ip}/24", steering = "ring" }} }},
   lcores = {{ {{ id = 1 }} }},
   polling = {{ idle_polls_before_sleep = 100, idle_sleep_us = 50 }},
-  jobs = {{ {{ id = 7, name = "t", workers = 2, port_base = 41000, quota_bytes = "16MiB",
+  jobs = {{ {{ id = 7, name = "t", workers = 2, port_base = 41000, insecure = true, quota_bytes = "16MiB",
              keys = {{ {{ name = "w", elems = 1000 }} }} }} }},
   limits = {{ mbufs = 4095 }},
   control = {{ socket_path = "/tmp/{prefix}.ctl.sock", metrics_address = "127.0.0.1:0" }},

@@ -23,7 +23,7 @@ FaultyServer::FaultyServer(FaultyServerOptions o) : o_(std::move(o)) {
   auto l = proto::Layout::build(lp);
   if (!l) throw std::runtime_error(l.error());
   layout_ = std::move(*l);
-  key_ = proto::derive_key(o_.wrong_tag ? o_.secret + "-other" : o_.secret);
+  key_ = proto::derive_key(o_.wrong_tag ? o_.secret + "-other" : o_.secret, o_.job_id);
   peers_.resize(o_.workers);
   peer_known_.assign(o_.workers, false);
   // Find lcores consecutive free ports on loopback.
@@ -127,7 +127,7 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
   auto h = proto::parse_header(std::span(data, len));
   if (!h || h->job_id != o_.job_id || h->rank >= o_.workers) return;
   if (!o_.secret.empty() &&
-      !proto::verify_header(proto::derive_key(o_.secret), std::span<const std::byte, proto::kHeaderBytes>(data, proto::kHeaderBytes))) {
+      !proto::verify_header(proto::derive_key(o_.secret, o_.job_id), std::span<const std::byte, proto::kHeaderBytes>(data, proto::kHeaderBytes))) {
     return;  // like the real server: a bad tag is dropped silently
   }
   peers_[h->rank] = from;

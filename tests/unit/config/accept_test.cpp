@@ -9,7 +9,8 @@ constexpr std::string_view kMinimal = R"lua(
 return {
   ports = { { name = "p0", device = "net_ring0", ipv4 = "198.18.0.1/24" } },
   lcores = { { id = 1 } },
-  jobs = { { id = 9, name = "j", workers = 3, port_base = 5000, keys = { { name = "k", elems = 10 } } } },
+  jobs = { { id = 9, name = "j", workers = 3, port_base = 5000, secret = "0123456789abcdef",
+             keys = { { name = "k", elems = 10 } } } },
 }
 )lua";
 
@@ -43,6 +44,7 @@ TEST(Accept, DefaultsAreThoseOfTheStructs) {
   want_job.name = "j";
   want_job.workers = 3;
   want_job.port_base = 5000;
+  want_job.secret = "0123456789abcdef";
   want_job.keys = {{"k", 10}};
   want_job.quota_bytes = Limits{}.memory_bytes;  // the one loader default that is not the struct's
   EXPECT_EQ(c.jobs[0], want_job);
@@ -51,7 +53,7 @@ TEST(Accept, DefaultsAreThoseOfTheStructs) {
 TEST(Accept, CheckpointsAreServerDefaultsWithPerJobOverrides) {
   Config c = must_load(patched(
       "cfg.checkpoints = { dir = '/var/lib/phub', every_rounds = 500, keep = 4 }\n"
-      "cfg.jobs[3] = { id = 3, name = 'c', mode = 'ps', workers = 1, port_base = 40020,\n"
+      "cfg.jobs[3] = { id = 3, name = 'c', mode = 'ps', workers = 1, port_base = 40020, insecure = true,\n"
       "                keys = { { name = 'w', elems = 8 } }, checkpoint = { every_s = 30, keep = 2 } }"));
   EXPECT_EQ(c.checkpoints, (Checkpoints{"/var/lib/phub", 500, 0, 4}));
   EXPECT_EQ(c.jobs[0].checkpoint, Checkpoints{});  // allreduce: no checkpoint
@@ -140,7 +142,7 @@ TEST(Accept, DumpRoundTripsEveryField) {
   Config c = must_load(patched(
       "cfg.eal_args = { 'a b', 'quote\"and\\\\back', '\\1\\255' }\n"
       "cfg.ports[1].mac = '02:00:00:00:00:01'; cfg.ports[1].mtu = 9000\n"
-      "cfg.jobs[1].secret = 'se\\0cret\\n'; cfg.jobs[1].allowed_sources = { '198.18.0.0/15', '198.18.0.9' }\n"
+      "cfg.jobs[1].secret = 'se\\0cret\\n-0123456'; cfg.jobs[1].allowed_sources = { '198.18.0.0/15', '198.18.0.9' }\n"
       "cfg.jobs[1].rate_limit_pps = 123456; cfg.jobs[1].round_modulus = 1000\n"
       "cfg.jobs[2].optimizer = { kind = 'nesterov', lr = 0.1, momentum = 0.95 }\n"
       "cfg.jobs[2].workers = { '198.18.0.2', '198.18.0.3' }\n"

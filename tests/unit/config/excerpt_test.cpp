@@ -63,7 +63,7 @@ TEST(Excerpt, ManyHugeErrorsStayShortAndCounted) {
 
 TEST(Excerpt, ScriptErrorsAreShort) {
   // The message is the position and the 10 MiB string: 10485773 bytes, cut.
-  expect_short(load_error(ten_mib_patch("error(big)")), {"test.lua:11: kkkk", "... (10485773 bytes)"});
+  expect_short(load_error(ten_mib_patch("error(big)")), {"test.lua:13: kkkk", "... (10485773 bytes)"});
   // Lua's own message names a 1 MiB field written in the source.
   std::string source = "local t = {}\nt." + std::string(1u << 20, 'f') + "()\nreturn {}";
   expect_short(load_error(source), {"test.lua:2: attempt to call a nil value (field 'ffff", "bytes)"});

@@ -112,6 +112,13 @@ const Case kCases[] = {
     {"cfg.control = { socket_path = string.rep('x', 200) }", "control.socket_path: \"xxxx"},
     {"cfg.jobs[1].round_modulus = 3", "jobs[1].round_modulus: 3 must be 0 or at least 4"},
     {"cfg.jobs[1].secret = string.rep('s', 2000)", "jobs[1].secret: a secret of 2000 bytes is longer than 1024"},
+    // secrets: none, or one under 16 bytes, only with insecure = true
+    {"cfg.jobs[1].secret = nil", "jobs[1].secret: missing: a job without a secret must say insecure = true"},
+    {"cfg.jobs[1].secret = ''", "jobs[1].secret: missing: a job without a secret must say insecure = true"},
+    {"cfg.jobs[1].secret = '0123456789abcde'",
+     "jobs[1].secret: a secret of 15 bytes is shorter than 16 (or say insecure = true)"},
+    {"cfg.jobs[2].insecure = false", "jobs[2].secret: missing: a job without a secret must say insecure = true"},
+    {"cfg.jobs[2].insecure = 'yes'", "jobs[2].insecure: expected boolean, got string"},
     // checkpoints
     {"cfg.jobs[1].checkpoint = { dir = '/tmp' }", "jobs[1].checkpoint: only allowed in ps mode"},
     {"cfg.jobs[2].checkpoint = { dir = 'ckpt' }", "jobs[2].checkpoint.dir: \"ckpt\" is not an absolute path"},
@@ -163,6 +170,16 @@ TEST(Rule, BaseAndRackedBaseAreValid) {
   ASSERT_TRUE(base.has_value()) << base.error();
   auto racked = load_string(patched(kRacks), "racked.lua");
   ASSERT_TRUE(racked.has_value()) << racked.error();
+}
+
+TEST(Rule, SixteenByteSecretsAndInsecureJobsAreAccepted) {
+  for (const char* patch : {"cfg.jobs[1].secret = '0123456789abcdef'",
+                            "cfg.jobs[1].secret = 'short'; cfg.jobs[1].insecure = true",
+                            "cfg.jobs[1].secret = nil; cfg.jobs[1].insecure = true"}) {
+    auto c = load_string(patched(patch), "test.lua");
+    ASSERT_TRUE(c.has_value()) << patch << ": " << c.error();
+    EXPECT_EQ(c->jobs[0].insecure, std::string_view(patch).find("insecure") != std::string_view::npos) << patch;
+  }
 }
 
 TEST(Rule, ManyErrorsAreReportedTogetherAndCut) {

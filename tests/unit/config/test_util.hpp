@@ -12,14 +12,17 @@ namespace phub::config::test {
 
 inline std::string source_path(std::string_view rel) { return std::string(PHUB_SOURCE_ROOT) + "/" + std::string(rel); }
 
-// A small valid config as a Lua table `cfg` (no return): two lcores, an allreduce and a ps job.
+// A small valid config as a Lua table `cfg` (no return): two lcores, an allreduce job with a secret and an
+// insecure ps job.
 inline constexpr std::string_view kBase = R"lua(
 local cfg = {
   ports = { { name = "p0", device = "net_ring0", ipv4 = "198.18.0.1/24" } },
   lcores = { { id = 1 }, { id = 2 } },
   jobs = {
-    { id = 1, name = "a", workers = 4, port_base = 40000, keys = { { name = "w", elems = 1024 } } },
-    { id = 2, name = "b", mode = "ps", workers = 2, port_base = 40010, keys = { { name = "w", elems = 1024 } } },
+    { id = 1, name = "a", workers = 4, port_base = 40000, secret = "a-secret-0123456789",
+      keys = { { name = "w", elems = 1024 } } },
+    { id = 2, name = "b", mode = "ps", workers = 2, port_base = 40010, insecure = true,
+      keys = { { name = "w", elems = 1024 } } },
   },
 }
 )lua";

@@ -165,7 +165,7 @@ TEST(HubPlan, ATwoRackJobSeenFromEachHub) {
     EXPECT_EQ(plan.math.segment_elems, 704u);
     EXPECT_EQ(h->piece_elems, 352u);
     EXPECT_EQ(h->pieces_per_segment, 2u);
-    EXPECT_EQ(h->payload_key, proto::fwd_payload_key(proto::derive_key("s")));
+    EXPECT_EQ(h->payload_key, proto::fwd_payload_key(proto::derive_key("s", c.jobs[0].id)));
     EXPECT_EQ(h->fingerprint, hub_fingerprint(c, plan));
     auto homes = proto::HomeMap::build(plan.layout, 2);
     ASSERT_TRUE(homes.has_value());

@@ -87,7 +87,7 @@ TEST(Forward, ElementCountMustMatchThePayload) {
 }
 
 TEST(Forward, ASealedForwardVerifies) {
-  const AuthKey key = derive_key("job secret");
+  const AuthKey key = derive_key("job secret", 1);
   for (Opcode op : {Opcode::fwd_partial, Opcode::fwd_result}) {
     Sealed s = sealed(forward(op, 352), key);
     EXPECT_TRUE(parse_header(s.msg).has_value());
@@ -97,7 +97,7 @@ TEST(Forward, ASealedForwardVerifies) {
 }
 
 TEST(Forward, EveryPayloadBitIsCovered) {
-  const AuthKey key = derive_key("job secret");
+  const AuthKey key = derive_key("job secret", 1);
   const AuthKey pk = fwd_payload_key(key);
   Sealed s = sealed(forward(Opcode::fwd_partial, 16), key);
   for (size_t i = kHeaderBytes; i < s.msg.size(); ++i) {
@@ -111,7 +111,7 @@ TEST(Forward, EveryPayloadBitIsCovered) {
 }
 
 TEST(Forward, HeaderFieldsAndTheMacFieldsAreCovered) {
-  const AuthKey key = derive_key("job secret");
+  const AuthKey key = derive_key("job secret", 1);
   const AuthKey pk = fwd_payload_key(key);
   Sealed s = sealed(forward(Opcode::fwd_result, 16), key);
   for (size_t off : {size_t{12}, size_t{16}, size_t{20}, size_t{24}, size_t{30}, kCrcOffset, kAuxOffset,
@@ -125,7 +125,7 @@ TEST(Forward, HeaderFieldsAndTheMacFieldsAreCovered) {
 // An attacker who changes the payload and writes a matching MAC into the header without the key fails on
 // the header tag; one who replays a valid header over another payload fails on the MAC.
 TEST(Forward, AReplayedHeaderOverAnotherPayloadFails) {
-  const AuthKey key = derive_key("job secret");
+  const AuthKey key = derive_key("job secret", 1);
   const AuthKey pk = fwd_payload_key(key);
   Sealed a = sealed(forward(Opcode::fwd_partial, 16), key);
   Sealed b = a;
@@ -139,8 +139,8 @@ TEST(Forward, AReplayedHeaderOverAnotherPayloadFails) {
 }
 
 TEST(Forward, AnotherJobsKeyFails) {
-  const AuthKey key = derive_key("job secret");
-  const AuthKey other = derive_key("another job");
+  const AuthKey key = derive_key("job secret", 1);
+  const AuthKey other = derive_key("another job", 1);
   Sealed s = sealed(forward(Opcode::fwd_partial, 16), key);
   EXPECT_FALSE(verify_fwd(other, fwd_payload_key(other), s.wire(), s.payload()));
   // The payload key is not the header key: a MAC made with the job key itself does not verify.

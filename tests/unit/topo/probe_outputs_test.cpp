@@ -331,6 +331,7 @@ TEST(Outputs, LuaSnippetAcceptedByConfigLoader) {
                            "  racks = phub_probe.racks,\n"
                            "  rack = \"rack1\",\n"
                            "  jobs = { { id = 1, name = \"j\", workers = 12, port_base = 40000,\n"
+                           "             secret = \"probe-plan-secret-0123\",\n"
                            "             keys = { { name = \"w\", elems = 1024 } },\n"
                            "             ranks_by_rack = phub_probe.ranks_by_rack } },\n"
                            "}\n";

@@ -4,6 +4,6 @@ return {
   lcores = { { id = 1 } },
   racks = { { name = "a", hub_ipv4 = "198.18.0.1" }, { name = "b", hub_ipv4 = "198.18.0.2" } },
   rack = "a",
-  jobs = { { id = 1, name = "j", workers = 4, port_base = 40000, keys = { { name = "w", elems = 8 } },
+  jobs = { { id = 1, name = "j", workers = 4, port_base = 40000, insecure = true, keys = { { name = "w", elems = 8 } },
              ranks_by_rack = { a = { 0, 1 }, b = { 2 } } } },
 }
