@@ -12,9 +12,13 @@ Checks (each can fail; a missing kernel feature or tool is a failed check, not a
   - the core's interface counters grow by at least the frames' bytes;
   - loss 0 removes the nftables table, and then nothing is lost;
   - duplication 1 % on the core: duplicates received within bounds and equal to the rule's count;
+  - a phub-server on DPDK (net_af_packet on the hub's eth0, the kernel's address released) in rack 2's hub
+    serves a job whose rank 0 is in rack 1, across the 1 % lossy core: every result verified, the traffic
+    counted on the core, the server stopped cleanly;
   - teardown leaves no namespace, no process and no root nftables table of the testbed, after a normal exit,
     after an exception inside `with`, after a failure during set-up, and after SIGTERM and SIGINT to the CLI.
 Prints the measured figures. Every process is bounded by a timeout. Addresses: 198.18.0.0/15 only.
+Usage: testbed_test.py --build BUILD_DIR (phub-server and phub-demo-worker are taken from there).
 """
 import json
 import math
@@ -27,9 +31,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "testbed"))
-sys.path.insert(0, os.path.join(HERE, "..", "boot"))
+sys.path.insert(0, os.path.join(HERE, "..", "live"))
 import testbed  # noqa: E402
-from checks import Checks  # noqa: E402
+import livenet  # noqa: E402
+from livenet import phubnet  # noqa: E402
 
 PY = "/usr/bin/python3"
 N = 2000  # datagrams per run
@@ -176,21 +181,52 @@ def no_leaks(check, tb, what):
           not any(leaks.values()) and bool(tb.netns_ids))
 
 
+def hub_server(check, tb, build):
+    """phub-server on DPDK (net_af_packet on the hub's eth0) in rack 2's hub, the kernel's address taken away;
+    rank 0 in rack 1 (across the lossy core), rank 1 in rack 2. Every result must verify."""
+    hub = tb.release_hub_address(2)
+    net = phubnet.Net(2, build_dir=build, lcores=1, prefix=tb.prefix)  # its config and server start only
+    try:
+        job = phubnet.job(1, "T", 2, [20000, 3000, 1], 42100, allowed_sources=["198.18.1.0/24", "198.18.2.0/24"])
+        net.config_path = livenet.write(os.path.join(net.tmp, "phub.lua"), net.config_text([job], server_ip=hub["addr"]))
+        net.server = net.launch_server(hub["ns"], net.config_path, net.server_log, timeout_s=120)
+        c0 = tb.core_counters()
+        procs = [tb.popen(ns, ["timeout", "60", net.exe("tools/phub-demo/phub-demo-worker"), "--config",
+                               net.config_path, "--job", "T", "--rank", str(rank), "--server", hub["addr"],
+                               "--rounds", "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for rank, ns in enumerate([tb.ns_host(1, 1), tb.ns_host(2, 1)])]
+        ok, detail = livenet.workers_ok(livenet.finish_workers(procs, 90))
+        c1 = tb.core_counters()
+        crossed = c1["r1"]["rx_bytes"] - c0["r1"]["rx_bytes"]
+        net.signal_server(signal.SIGINT, hub["ns"])
+        rc = net.server.wait(timeout=30)
+        job_counters = phubnet.parse_counters(open(net.server_log).read()).get("job T", {})
+        print("hub server: %s; core r1 rx +%d B; server exit %d, job T: %s" % (detail, crossed, rc, job_counters),
+              flush=True)
+        check("the hub's phub-server stops on SIGINT with exit 0 and its job's counters", rc == 0 and job_counters,
+              open(net.server_log).read()[-2000:])
+        check("phub-server on af_packet in hub %s serves rank 0 across the 1 %% lossy core and rank 1 in its rack: "
+              "every result verified" % hub["addr"], ok, detail)
+        check("rank 0's traffic crossed the core (r1 rx +%d B > 40 rounds x 23001 fp32)" % crossed,
+              crossed > 40 * 23001 * 4)
+    finally:
+        net.down()
+
+
 class FailingTestbed(testbed.Testbed):
     def _wait_reachable(self, timeout_s=15.0):
         raise RuntimeError("injected set-up failure")
 
 
 def main():
-    check = Checks()
-    if os.geteuid() != 0:
-        check("runs as root (network namespaces, nftables)", False)
+    build, check, root = livenet.begin()
+    if not root:
         return check.summary()
     lacks = testbed.kernel_lacks(nft=True)
     if not check("the kernel and tools have what the testbed needs (tbf, bridge, nft netdev hooks, numgen, dup)",
                  not lacks, "missing: %s" % ", ".join(lacks)):
         return check.summary()
-    tb = testbed.Testbed(racks=2, hosts_per_rack=2, hubs_per_rack=1, core_loss_pct=1.0,
+    tb = testbed.Testbed(racks=2, hosts_per_rack=2, hubs_per_rack=1, core_loss_pct=1.0, host_offloads=False,
                          prefix="%st%d" % (testbed.FAMILY, os.getpid()))
     with tb:
         truth = tb.ground_truth()
@@ -237,6 +273,8 @@ def main():
               rep["dups"] <= rep["rules"]["r2"]["dup"] <= rep["dups"] + 2)
         tb.set_core_dup(0)
         check("duplication 0 removes the core's nftables table", tb.nft_tables(tb.ns_core()) == [])
+        tb.set_core_loss(1.0)
+        hub_server(check, tb, build)
     no_leaks(check, tb, "after the test's testbed")
 
     small = dict(racks=1, hosts_per_rack=1, hubs_per_rack=1)
@@ -260,5 +298,4 @@ def main():
 
 
 if __name__ == "__main__":
-    testbed.install_signal_cleanup()
     sys.exit(main())
