@@ -28,9 +28,10 @@ FaultyServerOptions options() {
 struct PsWorker {
   phub_client* c = nullptr;
   uint16_t rank;
-  PsWorker(const FaultyServer& s, uint16_t r, bool fresh_weights = false) : rank(r) {
+  PsWorker(const FaultyServer& s, uint16_t r, bool fresh_weights = false, uint32_t timeout_ms = 5000) : rank(r) {
     phub_config cfg = s.client_config(r);
     cfg.mode = PHUB_MODE_PS;
+    cfg.timeout_ms = timeout_ms;
     cfg.flags = fresh_weights ? PHUB_FLAG_FRESH_WEIGHTS : 0;
     EXPECT_EQ(phub_connect(&cfg, &c), PHUB_OK) << phub_last_error();
     for (uint32_t k = 0; k < kKeys.size(); ++k) EXPECT_EQ(phub_register(c, k, kKeys[k], PHUB_FP32), PHUB_OK);
@@ -124,6 +125,27 @@ TEST(ClientResume, AnEpochStartedAtRoundZeroIsAnEpochErrorAndClaimsNoRank) {
 
 TEST(ClientResume, ARestoredEpochAnotherRunHoldsIsAnEpochErrorAndClaimsNoRank) {
   expect_no_resume(2, 0xabcdu, "another run took it over");
+}
+
+TEST(ClientResume, AWorkerWhoseRankZeroNeverRejoinsGivesUpAtItsDeadline) {
+  const FaultyServerOptions o = options();
+  FaultyServer s(o);
+  std::barrier restored(o.workers, [&]() noexcept { s.restore(7, 2); });
+  std::thread rank0([&] {
+    PsWorker w(s, 0);
+    uint64_t wrong = 0;
+    ASSERT_EQ(w.step(0, wrong, o.workers), PHUB_OK) << phub_last_error();
+    restored.arrive_and_wait();  // and ends: its process is gone with the server
+  });
+  PsWorker w(s, 1, false, 400);
+  uint64_t wrong = 0;
+  ASSERT_EQ(w.step(0, wrong, o.workers), PHUB_OK) << phub_last_error();
+  restored.arrive_and_wait();
+  rank0.join();
+  EXPECT_EQ(w.step(1, wrong, o.workers), PHUB_ERR_EPOCH);
+  const std::string why = phub_last_error();
+  EXPECT_NE(why.find("this run's rank 0 did not join the restored epoch"), std::string::npos) << why;
+  EXPECT_EQ(s.holder(1), 0u);  // it only asked
 }
 
 TEST(ClientResume, ANewRunStartsAtTheRestoredRoundOrAtZeroWithFreshWeights) {
