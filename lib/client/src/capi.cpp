@@ -175,6 +175,7 @@ const char* phub_status_name(int status) {
     case PHUB_ERR_BROKEN: return "broken";
     case PHUB_ERR_EPOCH: return "epoch";
     case PHUB_ERR_DRAINED: return "drained";
+    case PHUB_ERR_RESUMED: return "resumed";
     default: return "unknown";
   }
 }
@@ -242,8 +243,12 @@ int phub_pull(phub_client* c, uint32_t key, void* dst) {
 
 int phub_init(phub_client* c, uint32_t key, void* buf) {
   if (c == nullptr) return report(PHUB_ERR_INVALID_ARGUMENT, "client is NULL");
-  const bool sender = c->impl->options().rank == 0;
-  return run(c, sender ? OpKind::init_send : OpKind::pull, key, buf, sender ? nullptr : buf);
+  // Rank 0 then takes the weights too: the server keeps those it has (a restart that keeps the weights, a
+  // restored checkpoint) and answers a late init with them, so every rank starts from the same ones.
+  if (c->impl->options().rank == 0) {
+    if (const int r = run(c, OpKind::init_send, key, buf, nullptr); r != PHUB_OK) return r;
+  }
+  return run(c, OpKind::pull, key, nullptr, buf);
 }
 
 int phub_step(phub_client* c, uint32_t key, const void* grads, void* weights) {
@@ -270,6 +275,16 @@ int phub_test(phub_client* c, phub_request* req, int* done) {
     auto r = cl.test(req->id);
     if (!r) return report(r.error());
     *done = *r ? 1 : 0;
+    return ok();
+  });
+}
+
+int phub_start_round(phub_client* c, uint32_t* round) {
+  if (round == nullptr) return report(PHUB_ERR_INVALID_ARGUMENT, "round is NULL");
+  return with_client(c, [&](phub::client::Client& cl, std::unique_lock<std::mutex>& lock) {
+    auto r = cl.start_round(&lock);
+    if (!r) return report(r.error());
+    *round = *r;
     return ok();
   });
 }

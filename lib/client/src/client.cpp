@@ -49,7 +49,7 @@ Client::~Client() {
   // Also to lcores whose join answer never came: the join itself may have arrived.
   for (uint32_t o = 0; o < members_.size(); ++o) {
     if (!queue_room(1)) flush();
-    if (queue_room(1)) enqueue_control(proto::Opcode::leave, o, 0, members_[o].epoch);
+    if (queue_room(1)) enqueue_control(proto::Opcode::leave, o, 0, members_[o].epoch, incarnation_);
   }
   flush();
 }
@@ -75,6 +75,7 @@ Result<uint32_t> Client::finalize() {
   if (!p) return unexpected(std::move(p).error());
   plan_ = std::move(*p);
   chunks_.assign(plan_->chunk_count(), ChunkState{});
+  for (uint32_t c = 0; c < chunks_.size(); ++c) chunks_[c].round = members_[lane_of(c)].first_round;  // 0 until joined
   tracker_.resize(plan_->total_segments());
   lanes_.resize(owner_count(opt_), plan_->chunk_count());
   uint32_t max_segments = 0;
@@ -105,6 +106,7 @@ Client::Op* Client::lookup(OpId id) noexcept {
 
 Result<OpId> Client::post(OpKind kind, uint32_t key, const std::byte* src, std::byte* dst) {
   if (broken_) return unexpected(*broken_);
+  if (resume_ == Resume::pending) return fail(PHUB_ERR_RESUMED, resume_why_);
   if (!plan_) {
     if (auto f = finalize(); !f) return unexpected(std::move(f).error());
   }
@@ -238,6 +240,7 @@ phub_stats Client::stats() const noexcept {
   s.gro = transport_->gro() ? 1 : 0;
   s.reorder_window_us = static_cast<uint32_t>(reorder_window_ns() / 1000);
   s.epoch = members_.empty() ? 0 : members_[0].epoch;
+  s.resumes = resumes_;
   return s;
 }
 

@@ -1,7 +1,9 @@
 // The client's join handshake and job epochs. Each server lcore keeps the job's epoch; a rank joins it once
 // per process (an incarnation: a random number drawn at connect). Rank 0 of a new run restarts the job in
 // the next epoch, where every rank must join again, so that the workers of an earlier run can neither
-// count towards the new rounds nor keep the new workers out (docs/protocol.md, "Epochs").
+// count towards the new rounds nor keep the new workers out (docs/protocol.md, "Epochs"). A ps job that the
+// server restored from a checkpoint is joined at the epoch's first round; a client that loses its epoch to a
+// server restart resumes there (resume.cpp).
 #include <sys/random.h>
 
 #include <algorithm>
@@ -22,6 +24,10 @@ uint32_t draw_incarnation() {
   }
   return v;
 }
+
+// A ps job that a server restored from a checkpoint starts an epoch of its own at the round after the
+// checkpoint's (never round 0, which starts every epoch a run's rank 0 begins), and no run holds it yet.
+bool restored_and_unclaimed(const proto::Header& h) { return h.round != 0 && h.elem_offset == 0; }
 
 }  // namespace
 
@@ -67,7 +73,7 @@ void Client::send_join(uint32_t owner, uint64_t now) {
                   start ? static_cast<uint16_t>(proto::flag::epoch_start |
                                                 (opt_.fresh_weights ? proto::flag::fresh_weights : 0))
                         : uint16_t{0},
-                  m.epoch);
+                  m.epoch, m.query ? 0 : incarnation_);
   // Back off while the server does not answer; while it answers "wait", ask again soon: the other workers
   // of the run are waiting for this one.
   const uint64_t gap = m.answered ? kWaitJoinGapNs : std::min(kMaxJoinGapNs, kFirstJoinGapNs << std::min<uint32_t>(m.sends, 5));
@@ -87,6 +93,13 @@ void Client::service_joins(uint64_t now) {
   if (sent) flush();
 }
 
+void Client::set_lane_rounds(uint32_t owner, uint32_t round) {
+  if (!plan_) return;  // finalize() gives the chunks their lane's first round
+  for (uint32_t c = 0; c < chunks_.size(); ++c) {
+    if (lane_of(c) == owner) chunks_[c].round = round;
+  }
+}
+
 void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
   Membership& m = members_[owner];
   m.answered = true;
@@ -94,15 +107,20 @@ void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
   if (m.state == Membership::State::joined) return;  // a late answer to a repeated join
   m.holder = h.aux;
   m.rank0 = h.elem_offset;
+  if (resume_ == Resume::rejoining) return on_rejoined(h, owner, now);
   // The other ranks join an epoch only once a rank 0 holds it (elem_offset: rank 0's holder), and with a
   // run token only if it is this run's rank 0.
   m.other_run = opt_.rank != 0 && (h.elem_offset == 0 || (opt_.run_token != 0 && h.elem_offset != opt_.run_token));
   if (h.aux == incarnation_ && !m.other_run) {
     m.epoch = h.epoch;
+    m.first_round = h.round;
     m.state = Membership::State::joined;
     m.held_by_other = false;
     ++joined_count_;
-    // Chunks already in flight to this lcore (a re-join into a restarted epoch) go out again in the new one.
+    // Nothing of this lcore was used yet, so its chunks are still at their first round: they take the epoch's
+    // (the round after a restored checkpoint's, or 0). Chunks already in flight to this lcore (a re-join into
+    // a restarted epoch) go out again in the new one.
+    set_lane_rounds(owner, h.round);
     if (plan_) {
       std::vector<uint32_t> in_flight;
       const Lanes::Lane& lane = lanes_.lane(owner);
@@ -114,8 +132,15 @@ void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
     return;
   }
   if (m.state == Membership::State::starting) {
-    // The job is in another epoch than guessed (or another start won): start the one after it.
-    m.epoch = static_cast<uint16_t>(h.epoch + 1);
+    if (opt_.mode == Mode::ps && !opt_.fresh_weights && restored_and_unclaimed(h)) {
+      // The server restored the job from a checkpoint and no run took it over yet: this run resumes it
+      // (joins the restored epoch, at its first round) instead of restarting it at round 0.
+      m.state = Membership::State::asking;
+      m.epoch = h.epoch;
+    } else {
+      // The job is in another epoch than guessed (or another start won): start the one after it.
+      m.epoch = static_cast<uint16_t>(h.epoch + 1);
+    }
     m.sends = 0;
     send_join(owner, now);
     flush();
@@ -141,6 +166,10 @@ void Client::on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t 
     begin_join(owner, now);
     flush();
     return;
+  }
+  if (opt_.mode == Mode::ps && resume_ == Resume::none) {
+    // The server may have restarted and restored the job from a checkpoint: ask before giving up.
+    return begin_resume(now);
   }
   // Results of the epoch were used, or this is rank 0 and another rank 0 restarted the job past it.
   fail_all(Error{PHUB_ERR_EPOCH, "job " + std::to_string(opt_.job_id) + " was restarted on the server (its epoch is now " +

@@ -16,6 +16,12 @@ std::string Client::where() const {
 
 Error Client::timeout_error(const Op& op) const {
   const std::string ms = std::to_string(opt_.timeout_ms) + " ms";
+  if (resume_ == Resume::rejoining) {
+    return Error{PHUB_ERR_EPOCH, "job " + std::to_string(opt_.job_id) + ": the server restarted (a new epoch); this "
+                                     "worker did not get back into the job within " + ms + ": this run's rank 0 did "
+                                     "not join the restored epoch (rank 0 gone, or not a ps job restored from a "
+                                     "checkpoint), or the server did not answer"};
+  }
   for (uint32_t o = 0; o < members_.size() && answered_; ++o) {
     const Membership& m = members_[o];
     if (m.state == Membership::State::joined || !m.answered) continue;

@@ -84,7 +84,7 @@ bool Client::make_room(size_t packets) {
   return queue_room(packets);
 }
 
-void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, uint16_t epoch) {
+void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, uint16_t epoch, uint32_t incarnation) {
   proto::Header h;
   h.opcode = opc;
   h.flags = flags;
@@ -92,7 +92,7 @@ void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, 
   h.job_id = opt_.job_id;
   h.rank = opt_.rank;
   h.epoch = epoch;
-  h.aux = incarnation_;  // join: who claims the rank; leave: who gives it up
+  h.aux = incarnation;  // join: who claims the rank (0: nobody, a question); leave: who gives it up
   h.seq = seq_++;
   const size_t i = queue_.size();
   auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
@@ -214,7 +214,7 @@ void Client::finish_op(uint32_t slot) {
   ++st_.ops_completed;
 }
 
-void Client::fail_op(uint32_t slot, Error e) {
+void Client::fail_op(uint32_t slot, Error e, bool breaks) {
   Op& op = ops_[slot];
   if (op.done) return;
   for (uint32_t c = op.first_chunk; c < op.next_chunk; ++c) {
@@ -222,7 +222,7 @@ void Client::fail_op(uint32_t slot, Error e) {
     window_.on_abandon(chunks_[c].missing_bytes);
     detach_chunk(c);
   }
-  if (!broken_) {
+  if (!broken_ && breaks) {
     broken_ = Error{PHUB_ERR_BROKEN, "an earlier operation failed, so rounds may be out of step with the server "
                                      "(reconnect and restart the job): " + e.message};
   }

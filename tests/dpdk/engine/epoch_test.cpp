@@ -174,6 +174,20 @@ TEST(Epoch, AWorkerOfTheNewRunWaitsUntilItsRankZeroRestarts) {
   EXPECT_EQ(t.counters().epochs_started, 2u);
 }
 
+TEST(Epoch, AJoinWithIncarnationZeroOnlyAsksWhereTheJobStands) {
+  OneJob t(allreduce_job());
+  EXPECT_EQ(t.restart(11), 1);
+  // The client asks so after its server restarted, before it claims a rank in an epoch it did not see start.
+  const proto::Header asked = t.join(1, 0);
+  EXPECT_EQ(asked.opcode, proto::Opcode::joined);
+  EXPECT_EQ(asked.epoch, 1);
+  EXPECT_EQ(asked.round, 0u);          // the epoch's first round
+  EXPECT_EQ(asked.aux, 0u);            // rank 1 is free ...
+  EXPECT_EQ(asked.elem_offset, 11u);   // ... in the run of rank 0's incarnation 11
+  EXPECT_EQ(t.join(1, 12).aux, 12u);   // and still free after the question
+  EXPECT_EQ(t.join(1, 0).aux, 12u);    // now the answer names its holder
+}
+
 TEST(Epoch, RepeatedOrReplayedStartsChangeNothing) {
   OneJob t(allreduce_job());
   EXPECT_EQ(t.restart(31), 1);

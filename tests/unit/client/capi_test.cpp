@@ -73,6 +73,8 @@ TEST(ClientCApi, NullHandlesAreRefused) {
   EXPECT_EQ(phub_wait(nullptr, nullptr), PHUB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(phub_test(nullptr, nullptr, &done), PHUB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(phub_init(nullptr, 0, buf.data()), PHUB_ERR_INVALID_ARGUMENT);
+  uint32_t round = 0;
+  EXPECT_EQ(phub_start_round(nullptr, &round), PHUB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(phub_get_stats(nullptr, nullptr), PHUB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(phub_close(nullptr), PHUB_OK);
   EXPECT_STRNE(phub_last_error(), "");
@@ -123,7 +125,7 @@ TEST(ClientCApi, PsCallsNeedAPsJob) {
 }
 
 TEST(ClientCApi, EveryStatusHasAName) {
-  for (int s = PHUB_OK; s <= PHUB_ERR_BROKEN; ++s) EXPECT_STRNE(phub_status_name(s), "unknown") << s;
+  for (int s = PHUB_OK; s <= PHUB_ERR_RESUMED; ++s) EXPECT_STRNE(phub_status_name(s), "unknown") << s;
   EXPECT_STREQ(phub_status_name(999), "unknown");
 }
 

@@ -26,6 +26,8 @@ FaultyServer::FaultyServer(FaultyServerOptions o) : o_(std::move(o)) {
   key_ = proto::derive_key(o_.wrong_tag ? o_.secret + "-other" : o_.secret, o_.job_id);
   peers_.resize(o_.workers);
   peer_known_.assign(o_.workers, false);
+  holders_.assign(o_.workers, 0);
+  holder_seen_ = std::make_unique<std::atomic<uint32_t>[]>(o_.workers);
   // Find lcores consecutive free ports on loopback.
   for (uint16_t base = static_cast<uint16_t>(42000 + (getpid() % 500) * 16); fds_.size() < o_.lcores; base += 16) {
     for (int fd : fds_) close(fd);
@@ -45,6 +47,24 @@ FaultyServer::FaultyServer(FaultyServerOptions o) : o_(std::move(o)) {
     port_base_ = base;
   }
   thread_ = std::thread([this] { loop(); });
+}
+
+phub_config FaultyServer::client_config(uint16_t rank) const {
+  phub_config c;
+  phub_config_init(&c);
+  c.servers = "127.0.0.1";
+  c.port_base = port_base_;
+  c.server_lcores = o_.lcores;
+  c.job_id = o_.job_id;
+  c.rank = rank;
+  c.workers = o_.workers;
+  c.secret = o_.secret.c_str();
+  c.reduce = o_.mean ? PHUB_REDUCE_MEAN : PHUB_REDUCE_SUM;
+  c.timeout_ms = 5000;
+  c.rto_initial_us = 20000;
+  c.rto_min_us = 5000;
+  c.rto_max_us = 50000;
+  return c;
 }
 
 FaultyServer::~FaultyServer() {
@@ -78,6 +98,7 @@ void FaultyServer::send(int fd, const sockaddr_in& to, proto::Header h, const st
   if (o_.mute) return;
   std::vector<std::byte> out(proto::kHeaderBytes + n * 4);
   h.job_id = o_.job_id;
+  h.epoch = epoch_;
   h.seq = seq_++;
   auto span = payload != nullptr ? std::span(reinterpret_cast<const std::byte*>(payload->data() + off), n * 4)
                                  : std::span<const std::byte>();
@@ -123,7 +144,70 @@ void FaultyServer::send_result(int fd, uint16_t rank, uint32_t chunk, uint32_t r
   send(fd, peers_[rank], h, &r, 0, h.elem_count);
 }
 
+void FaultyServer::restore(uint16_t epoch, uint32_t first_round, uint32_t rank0) {
+  std::lock_guard<std::mutex> g(restore_mu_);
+  restore_ = Restore{epoch, first_round, rank0};
+}
+
+void FaultyServer::start_epoch(uint16_t epoch, uint32_t first_round) {
+  epoch_ = epoch;
+  first_round_ = first_round;
+  for (auto& [where, sg] : segs_) {
+    sg.round = first_round;
+    sg.contributed = 0;
+    sg.has_prev = first_round != 0;
+    if (sg.has_prev) sg.prev.assign(sg.acc.size(), 0.0f);
+  }
+  holders_.assign(o_.workers, 0);
+  for (uint16_t r = 0; r < o_.workers; ++r) holder_seen_[r] = 0;
+  rank0_incarnation_ = 0;
+}
+
+void FaultyServer::join(int fd, const proto::Header& h, const sockaddr_in& from) {
+  if ((h.flags & proto::flag::epoch_start) != 0 && h.rank == 0 && h.aux != 0 &&
+      h.epoch == static_cast<uint16_t>(epoch_ + 1) && holders_[0] != h.aux) {
+    start_epoch(h.epoch, 0);
+    holders_[0] = h.aux;
+  } else if ((h.flags & proto::flag::epoch_start) == 0 && holders_[h.rank] == 0) {
+    holders_[h.rank] = h.aux;  // incarnation 0 (a question) claims nothing
+  }
+  holder_seen_[h.rank] = holders_[h.rank];
+  rank0_incarnation_ = holders_[0];
+  proto::Header a;
+  a.opcode = proto::Opcode::joined;
+  a.rank = h.rank;
+  a.epoch = epoch_;
+  a.round = first_round_;
+  a.aux = holders_[h.rank];
+  a.elem_offset = holders_[0];
+  send(fd, from, a, nullptr, 0, 0);
+}
+
+bool FaultyServer::in_epoch(int fd, const proto::Header& h, const sockaddr_in& from) {
+  if (h.epoch == epoch_) return true;
+  proto::Header e;
+  e.opcode = proto::Opcode::error;
+  e.status = proto::Status::epoch_mismatch;
+  e.rank = h.rank;
+  e.round = h.round;
+  e.chunk_id = h.chunk_id;
+  e.epoch = epoch_;
+  e.aux = epoch_;
+  send(fd, from, e, nullptr, 0, 0);
+  return false;
+}
+
 void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t len, const sockaddr_in& from) {
+  {
+    std::lock_guard<std::mutex> g(restore_mu_);
+    if (restore_) {
+      start_epoch(restore_->epoch, restore_->first_round);
+      holders_[0] = restore_->rank0;
+      holder_seen_[0] = restore_->rank0;
+      rank0_incarnation_ = restore_->rank0;
+      restore_.reset();
+    }
+  }
   auto h = proto::parse_header(std::span(data, len));
   if (!h || h->job_id != o_.job_id || h->rank >= o_.workers) return;
   if (!o_.secret.empty() &&
@@ -134,6 +218,8 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
   peer_known_[h->rank] = true;
   if ((h->flags & proto::flag::retransmit) != 0) ++retransmit_flags_;
   if (h->opcode == proto::Opcode::leave) ++leaves_;
+  if (o_.epochs && h->opcode == proto::Opcode::join) return join(fd, *h, from);
+  if (o_.epochs && !in_epoch(fd, *h, from)) return;
   if (h->opcode == proto::Opcode::join) {
     // One epoch (0), and every rank is held by whoever joins (the joiner itself); the others are admitted
     // once rank 0 has joined, as on the real server.
@@ -172,7 +258,9 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
   ++pushes_;
   if ((h->flags & proto::flag::retransmit) == 0) ++first_pushes_;
   const uint32_t seg = h->elem_offset / se;
-  Segment& sg = segs_[{h->chunk_id, seg}];
+  const auto [at, fresh] = segs_.try_emplace({h->chunk_id, seg});
+  Segment& sg = at->second;
+  if (fresh) sg.round = first_round_;  // a segment first pushed in a restored epoch
   if (h->round + 1 == sg.round && sg.has_prev) return send_result(fd, h->rank, h->chunk_id, h->round, seg, sg.prev);
   if (h->round != sg.round) return;
   if ((sg.contributed >> h->rank) & 1u) return;

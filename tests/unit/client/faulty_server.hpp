@@ -12,11 +12,14 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "phub/client.h"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/header.hpp"
 #include "phub/proto/layout.hpp"
@@ -41,6 +44,10 @@ struct FaultyServerOptions {
   bool flag_mean = false;                   // set the mean flag on results regardless of `mean`
   uint32_t hold_every = 0;                  // hold back every n-th result (0: none) ...
   uint32_t hold_ms = 5;                     // ... for this long, so that later results overtake it
+  // Epochs as on the real server (the resume tests): the first incarnation to join holds a rank, a join with
+  // incarnation 0 claims nothing, rank 0's epoch_start for the next epoch restarts at round 0, and packets
+  // of another epoch get epoch_mismatch. Off: one epoch (0), every joiner told it holds its rank.
+  bool epochs = false;
 };
 
 class FaultyServer {
@@ -51,11 +58,21 @@ class FaultyServer {
   FaultyServer& operator=(const FaultyServer&) = delete;
 
   [[nodiscard]] uint16_t port_base() const noexcept { return port_base_; }
+  // A client's config for rank `rank` of this server's job (allreduce, fast timers, 5 s deadline); its
+  // strings live as long as the server.
+  [[nodiscard]] phub_config client_config(uint16_t rank) const;
   [[nodiscard]] uint64_t pushes() const noexcept { return pushes_.load(); }
   [[nodiscard]] uint64_t first_pushes() const noexcept { return first_pushes_.load(); }  // without the retransmit flag
   [[nodiscard]] uint64_t retransmit_flags() const noexcept { return retransmit_flags_.load(); }
   [[nodiscard]] uint64_t rerequests() const noexcept { return rerequests_.load(); }
   [[nodiscard]] uint64_t leaves() const noexcept { return leaves_.load(); }
+  // With `epochs`: what a restart from a checkpoint does: the job goes to `epoch`, every segment to
+  // `first_round` with the previous round's result kept (zeros here) and no contribution, and every rank is
+  // free; `rank0` (nonzero) is held by another run's rank 0 at once. Applied by the server's thread before
+  // the next packet it handles.
+  void restore(uint16_t epoch, uint32_t first_round, uint32_t rank0 = 0);
+  // The incarnation holding a rank in the current epoch (0: none); read after the clients are done.
+  [[nodiscard]] uint32_t holder(uint16_t rank) const noexcept { return holder_seen_[rank].load(); }
 
  private:
   struct Segment {
@@ -71,6 +88,10 @@ class FaultyServer {
   void send(int fd, const sockaddr_in& to, proto::Header h, const std::vector<float>* payload, uint32_t off, uint32_t n);
   void release_held(bool all);
   void send_result(int fd, uint16_t rank, uint32_t chunk, uint32_t round, uint32_t seg, const std::vector<float>& r);
+  // Joins with `epochs`; false when the packet belongs to another epoch (answered epoch_mismatch).
+  void join(int fd, const proto::Header& h, const sockaddr_in& from);
+  [[nodiscard]] bool in_epoch(int fd, const proto::Header& h, const sockaddr_in& from);
+  void start_epoch(uint16_t epoch, uint32_t first_round);
 
   FaultyServerOptions o_;
   proto::Layout layout_;
@@ -94,6 +115,17 @@ class FaultyServer {
   std::atomic<bool> stop_{false};
   std::thread thread_;
   uint32_t rank0_incarnation_ = 0;  // the join of rank 0, named in every join answer
+  uint16_t epoch_ = 0;
+  uint32_t first_round_ = 0;
+  std::vector<uint32_t> holders_;   // per rank, with `epochs`
+  std::unique_ptr<std::atomic<uint32_t>[]> holder_seen_;
+  std::mutex restore_mu_;
+  struct Restore {
+    uint16_t epoch;
+    uint32_t first_round;
+    uint32_t rank0;
+  };
+  std::optional<Restore> restore_;
 };
 
 }  // namespace phub::client::test

@@ -16,24 +16,6 @@ namespace {
 
 const std::vector<uint64_t> kKeys{1000, 20000, 1};
 
-phub_config config_for(const FaultyServer& s, const FaultyServerOptions& o, uint16_t rank) {
-  phub_config c;
-  phub_config_init(&c);
-  c.servers = "127.0.0.1";
-  c.port_base = s.port_base();
-  c.server_lcores = o.lcores;
-  c.job_id = o.job_id;
-  c.rank = rank;
-  c.workers = o.workers;
-  c.secret = o.secret.c_str();
-  c.reduce = o.mean ? PHUB_REDUCE_MEAN : PHUB_REDUCE_SUM;
-  c.timeout_ms = 5000;
-  c.rto_initial_us = 20000;
-  c.rto_min_us = 5000;
-  c.rto_max_us = 50000;
-  return c;
-}
-
 // A connected client with the test keys registered.
 struct Worker {
   phub_client* c = nullptr;
@@ -102,7 +84,7 @@ TEST(ClientFaultyServer, RepairsLossDuplicationAndReordering) {
   o.drop_every = 13;
   o.duplicate_results = true;
   FaultyServer s(o);
-  phub_config cfg = config_for(s, o, 0);
+  phub_config cfg = s.client_config(0);
   cfg.fault_drop_tx_ppm = 30000;
   cfg.fault_drop_rx_ppm = 30000;
   cfg.fault_dup_tx_ppm = 30000;
@@ -125,7 +107,7 @@ TEST(ClientFaultyServer, LaterResultsRevealLossesBeforeTheTimer) {
   o.keys = kKeys;
   o.drop_every = 29;
   FaultyServer s(o);
-  const Totals t = run_rounds(o, 4, with_one_second_timers(config_for(s, o, 0)));
+  const Totals t = run_rounds(o, 4, with_one_second_timers(s.client_config(0)));
   EXPECT_EQ(t.bad_elems, 0u);
   EXPECT_GT(t.stats.fast_retransmits, 0u);
   EXPECT_LT(t.stats.timeouts, t.stats.fast_retransmits);
@@ -140,7 +122,7 @@ TEST(ClientFaultyServer, ResultsOvertakenByLaterOnesAreNotLosses) {
   o.hold_ms = 20;
   FaultyServer s(o);
   // Enough rounds that most held results come back while the clients still listen (a round takes a few ms).
-  const Totals t = run_rounds(o, 16, config_for(s, o, 0));
+  const Totals t = run_rounds(o, 16, s.client_config(0));
   EXPECT_EQ(t.bad_elems, 0u);
   EXPECT_GT(t.stats.fast_retransmits, 0u);
   EXPECT_GT(t.stats.needless_resends, 0u);
@@ -155,7 +137,7 @@ struct Failure {
 Failure fail_once(FaultyServerOptions o, uint32_t timeout_ms) {
   o.keys = kKeys;
   FaultyServer s(o);
-  phub_config cfg = config_for(s, o, 0);
+  phub_config cfg = s.client_config(0);
   cfg.timeout_ms = timeout_ms;
   Worker w(cfg);
   std::vector<float> buf(kKeys[1], 1.0f);
@@ -224,7 +206,7 @@ TEST(ClientFaultyServer, CloseSendsLeaveEvenToASilentServer) {
   o.keys = kKeys;
   o.mute = true;
   FaultyServer s(o);
-  { Worker w(config_for(s, o, 0)); }
+  { Worker w(s.client_config(0)); }
   for (int i = 0; i < 100 && s.leaves() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(s.leaves(), 2u);  // one per server lcore
 }

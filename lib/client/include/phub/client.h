@@ -32,8 +32,11 @@ typedef enum phub_status {
   PHUB_ERR_BROKEN = 14,          /* an earlier failure left rounds out of step: reconnect */
   PHUB_ERR_EPOCH = 15,           /* the job was restarted (a new run's rank 0 connected, or the operator
                                     reset it), or another process still holds this rank in its epoch */
-  PHUB_ERR_DRAINED = 16          /* the server starts no new round of the job: drained by the operator,
+  PHUB_ERR_DRAINED = 16,         /* the server starts no new round of the job: drained by the operator,
                                     or removed by a reload */
+  PHUB_ERR_RESUMED = 17          /* ps: the server restarted and restored the job from a checkpoint; this
+                                    operation is void. phub_start_round gives the round to repeat the
+                                    steps from, phub_pull the restored weights (docs/client.md) */
 } phub_status;
 
 /* The *_ENUM_MAX_ entries make every int a valid value of the type, so that the library can check (and
@@ -117,6 +120,7 @@ typedef struct phub_stats {
   uint32_t reorder_window_us;  /* how late an answer may be before it counts as lost */
   uint64_t needless_resends;   /* early retransmits that proved needless (their round answered twice) */
   uint32_t epoch;              /* the job epoch joined (on the first server lcore) */
+  uint32_t resumes;            /* ps: times the job resumed from a server's checkpoint (PHUB_ERR_RESUMED) */
 } phub_stats;
 
 typedef struct phub_client phub_client;
@@ -150,8 +154,9 @@ int phub_allreduce_async(phub_client* c, uint32_t key, void* buf, phub_request**
 int phub_push(phub_client* c, uint32_t key, const void* src);
 int phub_pull(phub_client* c, uint32_t key, void* dst);
 
-/* ps mode. phub_init: rank 0 sends buf as the initial weights; other ranks wait until they are set and
- * receive them into buf. phub_step: push grads, receive the updated weights into weights. */
+/* ps mode. phub_init: rank 0 sends buf as the initial weights, the other ranks wait until they are set; then
+ * every rank receives the server's weights into buf (rank 0's own, or the weights the job kept: a restart
+ * that keeps them, a restored checkpoint). phub_step: push grads, receive the updated weights into weights. */
 int phub_init(phub_client* c, uint32_t key, void* buf);
 int phub_step(phub_client* c, uint32_t key, const void* grads, void* weights);
 int phub_step_async(phub_client* c, uint32_t key, const void* grads, void* weights, phub_request** req);
@@ -160,6 +165,13 @@ int phub_step_async(phub_client* c, uint32_t key, const void* grads, void* weigh
 int phub_wait(phub_client* c, phub_request* req);
 /* Drive requests without blocking; *done = 1 when req has completed (then phub_wait returns at once). */
 int phub_test(phub_client* c, phub_request* req, int* done);
+
+/* The job round this client's operations start from, once it has joined the job on every server lcore
+ * (waits for that within timeout_ms): 0 when its rank 0 restarted the job, the round after the
+ * checkpoint's when the server restored a ps job from a checkpoint. A training loop's first step is that
+ * round. After an operation failed with PHUB_ERR_RESUMED (the server restarted mid-run) it returns the round
+ * the job resumes at, and ends the resume: until then every operation fails with PHUB_ERR_RESUMED. */
+int phub_start_round(phub_client* c, uint32_t* round);
 
 int phub_get_stats(const phub_client* c, phub_stats* out);
 /* Freeze the key list and build the chunk map now (the first operation does it implicitly). */

@@ -7,9 +7,9 @@
 phub.torch (imported on first use) has the DDP communication hook and the ps-mode optimizer.
 """
 from .client import Client, Request, buffer_of
-from .errors import PhubError
+from .errors import PhubError, Resumed
 
-__all__ = ["Client", "Request", "PhubError", "buffer_of", "torch"]
+__all__ = ["Client", "Request", "PhubError", "Resumed", "buffer_of", "torch"]
 
 
 def __getattr__(name):

@@ -8,7 +8,9 @@ STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "state", 3: "system", 4: "unreachable", 5: "timeout",
     6: "round_stalled", 7: "round_mismatch", 8: "chunk_map", 9: "config_mismatch", 10: "not_initialized",
     11: "protocol", 12: "no_memory", 13: "auth", 14: "broken", 15: "epoch", 16: "drained",
+    17: "resumed",
 }
+PHUB_ERR_RESUMED = 17
 MODES = {"allreduce": 0, "ps": 1}
 DTYPES = {"fp32": 0, "fp16": 1, "bf16": 2}
 REDUCES = {"sum": 0, "mean": 1}
@@ -59,7 +61,7 @@ class Stats(ctypes.Structure):
         "timeouts", "fast_retransmits", "ops_completed", "send_batches", "recv_batches", "gro_coalesced")] + [
         ("window_packets", ctypes.c_uint32), ("srtt_us", ctypes.c_uint32), ("rto_us", ctypes.c_uint32),
         ("gso", ctypes.c_uint8), ("gro", ctypes.c_uint8), ("reorder_window_us", ctypes.c_uint32),
-        ("needless_resends", ctypes.c_uint64), ("epoch", ctypes.c_uint32)]
+        ("needless_resends", ctypes.c_uint64), ("epoch", ctypes.c_uint32), ("resumes", ctypes.c_uint32)]
 
 
 def _candidates():
@@ -106,6 +108,7 @@ _prototypes = {
     "phub_wait": (ctypes.c_int, [_P, _P]),
     "phub_test": (ctypes.c_int, [_P, _P, ctypes.POINTER(ctypes.c_int)]),
     "phub_get_stats": (ctypes.c_int, [_P, ctypes.POINTER(Stats)]),
+    "phub_start_round": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_uint32)]),
 }
 for _name, (_res, _args) in _prototypes.items():
     _fn = getattr(lib, _name)

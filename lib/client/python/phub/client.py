@@ -173,7 +173,8 @@ class Client:
         return tensor
 
     def init(self, params):
-        """ps mode: rank 0 sends the tensors as the initial weights; the other ranks receive them in place."""
+        """ps mode: rank 0 sends the tensors as the initial weights; then every rank receives the server's weights in
+        place (rank 0's, or those the job kept: a restart that keeps them, a restored checkpoint)."""
         for key, p in enumerate(params) if isinstance(params, (list, tuple)) else [(None, params)]:
             key, address = self._resolve(p, key)
             check(_lib.lib.phub_init(self._h, key, address))
@@ -198,6 +199,14 @@ class Client:
         if error:
             raise error
         return params
+
+    def start_round(self):
+        """The job round this client's operations start from, once joined (waits for the join): 0 when its rank 0
+        restarted the job, the round after the checkpoint's when the server restored the ps job from one. After
+        a phub.Resumed error: the round the job resumes at; operations are accepted again from then on."""
+        r = ctypes.c_uint32(0)
+        check(_lib.lib.phub_start_round(self._h, ctypes.byref(r)))
+        return r.value
 
     def stats(self):
         s = _lib.Stats()

@@ -11,7 +11,18 @@ class PhubError(RuntimeError):
         super().__init__("phub %s: %s" % (self.name, message))
 
 
+class Resumed(PhubError):
+    """ps: the server restarted and restored the job from a checkpoint, so the operation is void. The job goes on
+    from `round` (set by phub.torch.PSOptimizer.step, which has already put the restored weights into the
+    parameters; with a plain Client: round = client.start_round(), then pull every key)."""
+
+    def __init__(self, code, message):
+        super().__init__(code, message)
+        self.round = None
+
+
 def check(status):
     if status != _lib.PHUB_OK:
-        raise PhubError(status, (_lib.lib.phub_last_error() or b"").decode(errors="replace"))
+        cls = Resumed if status == _lib.PHUB_ERR_RESUMED else PhubError
+        raise cls(status, (_lib.lib.phub_last_error() or b"").decode(errors="replace"))
     return status

@@ -14,6 +14,7 @@ import threading
 import torch
 
 from .client import Client, buffer_of
+from .errors import Resumed
 
 
 def trainable(model):
@@ -154,7 +155,24 @@ def ddp_comm_hook(state, bucket):
 class PSOptimizer(torch.optim.Optimizer):
     """Parameter-server mode: step() pushes the gradients and receives the weights the server's optimizer
     computed (the job's `optimizer` in the server config), in place. No DDP needed: give it the plain model's
-    parameters. Rank 0's parameters become the initial weights; the other ranks receive them."""
+    parameters. Rank 0's parameters become the initial weights unless the server has some for the job (a
+    restored checkpoint, or a restart that keeps them); every rank then receives the server's.
+
+    `round` is the job round of the next step(): 0 on a new job, the round after the checkpoint's when the
+    server restored the job from one, and one more after every step(). A training loop starts at it. If the
+    server restarts mid-run and restores a checkpoint, step() puts the restored weights into the parameters
+    and raises phub.Resumed: the loop continues from `round` (also the exception's `round`):
+
+        step = opt.round
+        while step < steps:
+            loss_fn(model(batch(step))).backward()
+            try:
+                opt.step()
+            except phub.Resumed:
+                step = opt.round        # repeat the steps the server lost, on the restored weights
+                continue
+            step += 1
+    """
 
     def __init__(self, params, client=None, init=True, **client_overrides):
         super().__init__(params, {})
@@ -166,8 +184,10 @@ class PSOptimizer(torch.optim.Optimizer):
         self._zeros = {}
         for p in self._params:
             self.client.register(p.numel())
+        self.round = 0
         if init:
             self._init()
+            self.round = self.client.start_round()
 
     def _flat(self, k):
         p = self._params[k]
@@ -181,6 +201,14 @@ class PSOptimizer(torch.optim.Optimizer):
         self.client.init([self._flat(k) for k in range(len(self._params))])
         self._copy_back()
 
+    @torch.no_grad()
+    def _resume(self):
+        """After the server restored the job: the round to go on from, and its weights in the parameters."""
+        self.round = self.client.start_round()
+        for k in range(len(self._params)):
+            self.client.pull(self._flat(k), k)
+        self._copy_back()
+
     def _copy_back(self):
         for k, p in enumerate(self._params):
             if self._stage[k]:
@@ -192,16 +220,27 @@ class PSOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        reqs = []
-        for k, p in enumerate(self._params):
-            g = p.grad
-            if g is None:  # every rank must push every key each step
-                g = self._zeros.setdefault(k, torch.zeros(p.numel(), dtype=self._flat(k).dtype))
-            g = g.reshape(-1).to(self._flat(k).dtype).contiguous()
-            reqs.append(self.client.step_async(self._flat(k), g, key=k))
-        _wait_all(reqs)
+        reqs, resumed = [], None
+        try:
+            for k, p in enumerate(self._params):
+                g = p.grad
+                if g is None:  # every rank must push every key each step
+                    g = self._zeros.setdefault(k, torch.zeros(p.numel(), dtype=self._flat(k).dtype))
+                g = g.reshape(-1).to(self._flat(k).dtype).contiguous()
+                reqs.append(self.client.step_async(self._flat(k), g, key=k))
+        except Resumed as e:  # the resume was found while posting: the requests posted fail with it too
+            resumed = e
+        try:
+            _wait_all(reqs)
+        except Resumed as e:
+            resumed = resumed or e
+        if resumed is not None:
+            self._resume()
+            resumed.round = self.round
+            raise resumed
         self._copy_back()
+        self.round += 1
         return loss
 
 
-__all__ = ["HookState", "ddp_comm_hook", "PSOptimizer", "lua_keys", "trainable", "buffer_of"]
+__all__ = ["HookState", "ddp_comm_hook", "PSOptimizer", "Resumed", "lua_keys", "trainable", "buffer_of"]

@@ -79,6 +79,11 @@ class Client {
   [[nodiscard]] const Plan* plan() const noexcept { return plan_ ? &*plan_ : nullptr; }
   // The job epoch this client works in on server lcore `owner` (valid once joined).
   [[nodiscard]] uint16_t epoch(uint32_t owner = 0) const noexcept { return members_[owner].epoch; }
+  // The job round this client's operations start from: the first round of the epoch it joined (0 when its
+  // rank 0 restarted the job; the round after the checkpoint's when the server restored the job). Waits for
+  // the join within the deadline. After PHUB_ERR_RESUMED it also ends the resume: operations are accepted
+  // again, from the round returned (join.cpp, docs/client.md "Resuming after a server restart").
+  [[nodiscard]] Result<uint32_t> start_round(std::unique_lock<std::mutex>* lock);
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -106,7 +111,10 @@ class Client {
   struct Membership {
     enum class State : uint8_t { asking, starting, joined };
     State state = State::asking;
+    bool query = false;            // the next join claims nothing (incarnation 0): it asks where the job stands
     uint16_t epoch = 0;
+    uint16_t resume_from = 0;      // while resuming: the epoch the server lost
+    uint32_t first_round = 0;      // the first round of the epoch joined (the round after a restored checkpoint's)
     bool answered = false;         // a joined answer came
     bool held_by_other = false;    // another process holds the rank in the lcore's epoch
     bool other_run = false;        // the lcore's epoch belongs to another run (its rank 0 is not ours), or
@@ -146,6 +154,17 @@ class Client {
   void send_join(uint32_t owner, uint64_t now);
   void on_joined(const proto::Header& h, uint32_t owner, uint64_t now);
   void on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t now);
+  // Resuming after the server restored the job from a checkpoint (ps): ask every lcore where the job stands,
+  // join the restored epoch, move every chunk to its first round, fail what was in flight with
+  // PHUB_ERR_RESUMED.
+  void begin_resume(uint64_t now);
+  void on_rejoined(const proto::Header& h, uint32_t owner, uint64_t now);
+  void abandon_resume(const Error& e);
+  void finish_resume();
+  // The first round shared by every lcore's epoch; an error when they differ (servers of a sharded job
+  // restored different rounds).
+  [[nodiscard]] Result<uint32_t> common_first_round() const;
+  void set_lane_rounds(uint32_t owner, uint32_t round);
   [[nodiscard]] bool all_joined() const noexcept { return joined_count_ == members_.size(); }
   [[nodiscard]] Endpoint endpoint_of_owner(uint32_t owner) const noexcept;
   [[nodiscard]] int64_t owner_of(const Endpoint& from) const noexcept;  // -1: not one of the job's lcores
@@ -178,7 +197,8 @@ class Client {
   void chunk_done(uint32_t chunk, uint64_t now);
   void check_deadlines(uint64_t now);
   void flush();
-  void fail_op(uint32_t slot, Error e);
+  // `breaks`: the client refuses further operations (PHUB_ERR_BROKEN) unless it is resuming.
+  void fail_op(uint32_t slot, Error e, bool breaks = true);
   void finish_op(uint32_t slot);
   void fail_all(const Error& e);
   // Takes the queued packets of operation `slot` out of the send queue: once an operation has ended, nothing
@@ -197,7 +217,7 @@ class Client {
   void enqueue(proto::Opcode op, uint32_t chunk, uint32_t round, uint32_t seg, bool with_payload, bool retransmit,
                const std::byte* payload_base);
   // A header-only packet (join, leave) to one server lcore.
-  void enqueue_control(proto::Opcode op, uint32_t owner, uint16_t flags, uint16_t epoch);
+  void enqueue_control(proto::Opcode op, uint32_t owner, uint16_t flags, uint16_t epoch, uint32_t incarnation);
 
   // Messages.
   [[nodiscard]] Error timeout_error(const Op& op) const;
@@ -234,6 +254,13 @@ class Client {
   std::vector<Membership> members_;  // by owner (server x lcore)
   size_t joined_count_ = 0;
   uint32_t incarnation_ = 0;         // drawn at connect, never 0: tells this process from another of the rank
+  // After a server restart: rejoining (asking the lcores, joining the restored epoch), then pending until the
+  // caller takes the round to continue from (start_round); operations fail with PHUB_ERR_RESUMED meanwhile.
+  enum class Resume : uint8_t { none, rejoining, pending };
+  Resume resume_ = Resume::none;
+  uint32_t resume_rank0_ = 0;        // rank 0's incarnation in the epoch lost: the run the restored one must be
+  uint32_t resumes_ = 0;
+  std::string resume_why_;           // what operations posted while the resume is pending fail with
 
   std::vector<std::vector<std::byte>> stash_;      // per key: results of phub_push until phub_pull
   std::vector<std::optional<OpId>> pending_push_;  // per key
