@@ -16,6 +16,8 @@ constexpr int kCaptureAttempts = 4;
 // checkpoint_due() runs on the control loop, which must keep answering (and pinging systemd's watchdog):
 // a scheduled checkpoint waits at most this long for a round boundary, and is tried again later.
 constexpr auto kScheduledBoundaryWait = std::chrono::seconds(1);
+// The epoch a restored job starts in is the checkpoint's plus this (see restore_checkpoints).
+constexpr uint16_t kRestoredEpochStep = 0x8001;
 
 uint64_t ns_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
@@ -240,9 +242,12 @@ Expected<void, std::string> Engine::restore_checkpoints() {
       continue;
     }
     const persist::Checkpoint& cp = *r.checkpoint;
-    // The restored state starts a new epoch: packets of the run the server lost (the old epoch) are
-    // refused and answered with the new epoch, and the chunks wait for the round after the checkpoint's.
-    const auto epoch = static_cast<uint16_t>(cp.meta.epoch + 1);
+    // The restored state starts a new epoch: packets of the runs the server lost are refused and answered
+    // with the new epoch, and the chunks wait for the round after the checkpoint's. Not the file's epoch
+    // + 1: a run that restarted the job after the checkpoint was written holds that epoch (or the next
+    // few), and its packets would count towards rounds of state it never saw. Half the epoch space away,
+    // no such run can hold it (that would take 32,768 restarts without a checkpoint).
+    const auto epoch = static_cast<uint16_t>(cp.meta.epoch + kRestoredEpochStep);
     auto& rt = *current_->runtimes[j];
     for (uint16_t l = 0; l < plan.lcores; ++l) {
       LcoreJob& lj = *rt.lcores[l];

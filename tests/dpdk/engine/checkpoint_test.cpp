@@ -197,26 +197,33 @@ TEST(Checkpoint, AdamJobRestoredByAFreshEngineContinuesBitForBit) {
   const auto lines = b.engine->restore_lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("restored the state after round 3 (epoch 0, step 4)"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("resumes in epoch 1 at round 4"), std::string::npos) << lines[0];
-  // The old run's packets (epoch 0) are refused; a join learns the epoch and its first round.
-  b.push(4, {0});
-  auto old = b.w->receive(1);
-  ASSERT_FALSE(old.empty());
-  EXPECT_EQ(old[0].hdr.status, proto::Status::epoch_mismatch);
-  EXPECT_EQ(old[0].hdr.aux, 1u);
-  (void)b.w->receive(64, std::chrono::milliseconds(200));  // the other answers to the old epoch
+  // Half the epoch space away from the file's (epoch 0): 0x8001.
+  EXPECT_NE(lines[0].find("resumes in epoch 32769 at round 4"), std::string::npos) << lines[0];
+  constexpr uint16_t kRestored = 0x8001;
+  // The old run's packets (epoch 0) are refused, and so are those of a run that restarted the job after
+  // the checkpoint (epoch 1, its rounds counted from 0 again: its round 4 is not the state's round 4);
+  // a join learns the epoch and its first round.
+  for (uint16_t lost_epoch : {uint16_t{0}, uint16_t{1}}) {
+    b.epoch = lost_epoch;
+    b.push(4, {0});
+    auto old = b.w->receive(1);
+    ASSERT_FALSE(old.empty());
+    EXPECT_EQ(old[0].hdr.status, proto::Status::epoch_mismatch) << "epoch " << lost_epoch;
+    EXPECT_EQ(old[0].hdr.aux, kRestored);
+    (void)b.w->receive(64, std::chrono::milliseconds(200));  // the other answers to the lost epoch
+  }
   proto::Header j;
   j.opcode = proto::Opcode::join;
   j.aux = 0x1234;
-  j.epoch = 1;
+  j.epoch = kRestored;
   b.w->send(b.cfg.jobs[0], 0, j, {});
   auto joined = b.w->receive(1);
   ASSERT_EQ(joined.size(), 1u);
   EXPECT_EQ(joined[0].hdr.opcode, proto::Opcode::joined);
-  EXPECT_EQ(joined[0].hdr.epoch, 1u);
+  EXPECT_EQ(joined[0].hdr.epoch, kRestored);
   EXPECT_EQ(joined[0].hdr.round, 4u);
   (void)b.w->receive(64, std::chrono::milliseconds(100));  // the other lcore's answer
-  b.epoch = 1;
+  b.epoch = kRestored;
   for (uint32_t r = 4; r < 7; ++r) {
     const auto got = b.round(r);
     EXPECT_TRUE(bit_equal(got, uninterrupted[r - 4])) << "round " << r << " differs from the uninterrupted run";
