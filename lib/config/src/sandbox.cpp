@@ -224,10 +224,11 @@ void reraise_if_hit(lua_State* L) {
 }
 
 Expected<Value, std::string> run_script(std::string_view text, const std::string& chunkname,
-                                        std::string_view display, const LoadLimits& limits) {
+                                        std::string_view display, const LoadLimits& limits, Includes* includes) {
   LuaState state(limits);
   lua_State* L = state.get();
   Budget& b = state.budget();
+  b.includes = includes;
   std::string prefix = std::string(display) + ": ";
   if (L == nullptr) return unexpected(prefix + "cannot create a Lua state within " +
                                       std::to_string(limits.max_memory_bytes) + " bytes of memory");

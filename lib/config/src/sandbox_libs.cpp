@@ -496,6 +496,7 @@ int open_sandbox(lua_State* L) {
   lua_pushglobaltable(L);
   restrict_library(L, kBase, "_G");
   lua_pop(L, 1);
+  lua_register(L, "include", sandbox_include);  // our own: charges, and parses and runs under this budget
 
   lua_getglobal(L, LUA_STRLIBNAME);
   restrict_library(L, kString, LUA_STRLIBNAME);
