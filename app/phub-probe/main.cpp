@@ -34,6 +34,7 @@ constexpr const char* kUsage =
     "                 [--bandwidth] [--bulk-bytes B] [--no-progress] [plan options]\n"
     "  phub-probe plan --matrix FILE --out DIR [plan options]\n"
     "plan options: [--model-bytes B] [--min-separation X] [--default-gbps G]\n"
+    "              [--hub-config-template FILE] (writes hub-<rack>.lua per rack: @RACK@ and @HUB_IPV4@ filled in)\n"
     "Agents use UDP ADDR:PORT for probes and TCP ADDR:PORT for control (default port 7700). With --dpdk the\n"
     "probes use the DPDK port's own address (UDP port P, default PORT) and TSC timestamps; control stays on TCP.\n"
     "The control channel needs a shared token of 16 to 256 characters: --token-file FILE (mode 0600), else\n"
@@ -76,20 +77,34 @@ std::string text(Args& a, std::string_view flag) {
   return std::string(a.next());
 }
 
-bool plan_option(Args& a, std::string_view f, phub::topo::PlanOptions& p) {
-  if (f == "--model-bytes") p.model_bytes = number(a, f);
+// The options of planning and of its outputs, shared by run and plan.
+struct PlanArgs {
+  phub::topo::PlanOptions po;
+  std::string hub_template_file;
+};
+
+bool plan_option(Args& a, std::string_view f, PlanArgs& pa) {
+  phub::topo::PlanOptions& p = pa.po;
+  if (f == "--hub-config-template") pa.hub_template_file = text(a, f);
+  else if (f == "--model-bytes") p.model_bytes = number(a, f);
   else if (f == "--min-separation") p.cluster.min_separation = number(a, f);
   else if (f == "--default-gbps") p.default_bw_bytes_per_s = number(a, f) * 1e9 / 8;
   else return false;
   return true;
 }
 
-int plan_and_write(const phub::topo::Matrix& m, const phub::topo::PlanOptions& po, const ProbeInfo& info,
-                   const std::string& out) {
-  const phub::topo::Plan plan = phub::topo::plan(m, po);
-  const PlanInputs in{m, plan, po, info};
+int plan_and_write(const phub::topo::Matrix& m, const PlanArgs& pa, const ProbeInfo& info, const std::string& out) {
+  std::string hub_template;
+  if (!pa.hub_template_file.empty()) {
+    auto t = read_text_file(pa.hub_template_file);
+    if (!t) die(t.error());
+    if (t->empty()) die(pa.hub_template_file + ": the hub config template is empty");
+    hub_template = std::move(*t);
+  }
+  const phub::topo::Plan plan = phub::topo::plan(m, pa.po);
+  const PlanInputs in{m, plan, pa.po, info};
   std::fputs(summary(in).c_str(), stdout);
-  auto files = write_outputs(out, in);
+  auto files = write_outputs(out, in, hub_template);
   if (!files) die(files.error());
   for (const auto& f : *files) std::printf("wrote %s\n", f.c_str());
   return 0;
@@ -151,7 +166,7 @@ int cmd_agent(Args& a) {
 int cmd_run(Args& a) {
   std::string hosts_file, token_file, out = "phub-probe-out";
   RunOptions ro;
-  phub::topo::PlanOptions po;
+  PlanArgs po;
   while (a.more()) {
     const std::string_view f = a.next();
     if (f == "--hosts") hosts_file = text(a, f);
@@ -186,7 +201,7 @@ int cmd_run(Args& a) {
 
 int cmd_plan(Args& a) {
   std::string matrix_file, out;
-  phub::topo::PlanOptions po;
+  PlanArgs po;
   while (a.more()) {
     const std::string_view f = a.next();
     if (f == "--matrix") matrix_file = text(a, f);

@@ -19,7 +19,14 @@ Expected<void, std::string> write_file(const std::string& path, const std::strin
 
 }  // namespace
 
-Expected<std::vector<std::string>, std::string> write_outputs(const std::string& dir, const PlanInputs& in) {
+Expected<std::vector<std::string>, std::string> write_outputs(const std::string& dir, const PlanInputs& in,
+                                                              std::string_view hub_template) {
+  std::vector<HubConfig> hubs;
+  if (!hub_template.empty()) {  // checked before anything is written
+    auto rendered = hub_configs(in, hub_template);
+    if (!rendered) return unexpected(rendered.error());
+    hubs = std::move(*rendered);
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return unexpected("cannot create " + dir + ": " + ec.message());
@@ -32,6 +39,11 @@ Expected<std::vector<std::string>, std::string> write_outputs(const std::string&
   for (const auto& [name, text] : texts) {
     const std::string path = dir + "/" + name;
     if (auto ok = write_file(path, text); !ok) return unexpected(ok.error());
+    written.push_back(path);
+  }
+  for (const HubConfig& hub : hubs) {
+    const std::string path = dir + "/" + hub.file;
+    if (auto ok = write_file(path, hub.text); !ok) return unexpected(ok.error());
     written.push_back(path);
   }
   const std::string png = dir + "/heatmap.png";

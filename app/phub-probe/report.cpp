@@ -162,10 +162,11 @@ std::string lua_racks(const PlanInputs& in) {
   const topo::Plan& p = in.plan;
   std::string out =
       "-- phub rack grouping planned by phub-probe (" + std::to_string(p.ring.size()) + " hosts, " +
-      std::to_string(p.racks.members.size()) + " racks).\n"
-      "-- Paste above the config's `return`; then set `racks = phub_probe.racks`, `rack = \"<this hub's rack>\"`\n"
-      "-- and, in the job of these hosts, `ranks_by_rack = phub_probe.ranks_by_rack`.\n"
-      "local phub_probe = {\n  racks = {\n";
+      std::to_string(p.racks.members.size()) + " racks). A hub's config beside this file reads it with\n"
+      "--   local plan = include(\"racks.lua\")\n"
+      "-- and sets `racks = plan.racks`, `rack = \"<this hub's rack>\"` and, in the job of these hosts,\n"
+      "-- `ranks_by_rack = plan.ranks_by_rack`.\n"
+      "return {\n  racks = {\n";
   for (size_t r = 0; r < p.racks.members.size(); ++r) {
     out += "    { name = " + lua_string(rack_name(r)) + ", hub_ipv4 = " + lua_string(in.matrix.hosts()[p.racks.hub[r]].addr) +
            ", hosts = {";
@@ -181,6 +182,35 @@ std::string lua_racks(const PlanInputs& in) {
     out += "},\n";
   }
   out += "  },\n}\n";
+  return out;
+}
+
+namespace {
+
+// `text` with every `mark` replaced by `by`.
+std::string replace_all(std::string_view text, std::string_view mark, std::string_view by) {
+  std::string out;
+  size_t from = 0;
+  for (size_t at = text.find(mark); at != std::string_view::npos; at = text.find(mark, from)) {
+    out.append(text.substr(from, at - from)).append(by);
+    from = at + mark.size();
+  }
+  return out.append(text.substr(from));
+}
+
+}  // namespace
+
+Expected<std::vector<HubConfig>, std::string> hub_configs(const PlanInputs& in, std::string_view tmpl) {
+  if (tmpl.find(kRackMark) == std::string_view::npos) {
+    return unexpected(std::string("the hub config template has no ") + kRackMark +
+                      " (where each hub's config names its rack)");
+  }
+  std::vector<HubConfig> out;
+  for (size_t r = 0; r < in.plan.racks.members.size(); ++r) {
+    const std::string hub = in.matrix.hosts()[in.plan.racks.hub[r]].addr;
+    out.push_back({"hub-" + rack_name(r) + ".lua",
+                   replace_all(replace_all(tmpl, kRackMark, lua_string(rack_name(r))), kHubIpv4Mark, lua_string(hub))});
+  }
   return out;
 }
 

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "phub/base/expected.hpp"
 
 #include "phub/topo/plan.hpp"
 
@@ -33,8 +36,20 @@ struct PlanInputs {
 [[nodiscard]] std::string rank_map(const PlanInputs& in);
 // "<name> RANK=r WORLD_SIZE=n LOCAL_RANK=0 ... MASTER_ADDR=<rank 0> MASTER_PORT=<port>" per host.
 [[nodiscard]] std::string rank_env(const PlanInputs& in, unsigned master_port);
-// `local phub_probe = { racks = {...}, ranks_by_rack = {...} }`: paste above a config's `return`, then
-// use `racks = phub_probe.racks` and, in each job of these hosts, `ranks_by_rack = phub_probe.ranks_by_rack`.
+// racks.lua, `return { racks = {...}, ranks_by_rack = {...} }`: a hub's config reads it with
+// `local plan = include("racks.lua")`, then sets `racks = plan.racks` and, in each job of these hosts,
+// `ranks_by_rack = plan.ranks_by_rack`.
 [[nodiscard]] std::string lua_racks(const PlanInputs& in);
+
+// A hub config per rack rendered from a template: kRackMark becomes the rack's name and kHubIpv4Mark its
+// hub's address, each as a Lua string literal; nothing else changes (line numbers stay the template's).
+// A template without kRackMark is refused (every hub would claim the same rack).
+inline constexpr const char* kRackMark = "@RACK@";
+inline constexpr const char* kHubIpv4Mark = "@HUB_IPV4@";
+struct HubConfig {
+  std::string file;  // "hub-<rack>.lua"
+  std::string text;
+};
+[[nodiscard]] Expected<std::vector<HubConfig>, std::string> hub_configs(const PlanInputs& in, std::string_view tmpl);
 
 }  // namespace phub::probe

@@ -1,22 +1,17 @@
--- two-rack.lua: the config format of a rack hub in a two-rack deployment (racks, rack, ranks_by_rack),
--- as phub-probe's rack snippet fills it.
+-- two-rack.lua: the config of a rack hub in a two-rack deployment (racks, rack, ranks_by_rack), taking
+-- the rack grouping phub-probe planned from racks.lua beside it, unchanged, through include().
 --
 -- NOT RUNNABLE YET: cross-rack aggregation (a hub summing its rack's ranks, forwarding one partial per
 -- chunk to the chunk's home hub, and fanning the result back) is not implemented. lib/config loads and
 -- validates this file, but phub-server --check and phub-server refuse it with a message that says so,
 -- rather than run flat and let the other rack's workers stall. Both hubs would load the same file except
--- for `rack`; the rank grouping is what `phub-probe` plans from measured latencies.
+-- for `this_rack` (`phub-probe run --hub-config-template` writes one such file per hub).
 
-local this_rack = "rack-a"
+local plan = include("racks.lua")  -- { racks = {...}, ranks_by_rack = {...} }
+local this_rack = "rack1"
 
--- ranks(first, last) = { first, first + 1, ..., last }
-local function ranks(first, last)
-  local r = {}
-  for i = first, last do r[#r + 1] = i end
-  return r
-end
-
-local hub_ipv4 = { ["rack-a"] = "198.18.20.1", ["rack-b"] = "198.18.21.1" }
+local hub_ipv4 = {}
+for _, r in ipairs(plan.racks) do hub_ipv4[r.name] = r.hub_ipv4 end
 
 return {
   eal_args = "-l 0-4 -n 4 --socket-mem 2048 -a 0000:5e:00.0 --file-prefix phub",
@@ -27,12 +22,7 @@ return {
 
   lcores = { { id = 1 }, { id = 2 }, { id = 3 }, { id = 4 } },  -- no ports list: each polls every port
 
-  racks = {
-    { name = "rack-a", hub_ipv4 = hub_ipv4["rack-a"],
-      hosts = { "vm-a0", "vm-a1", "vm-a2", "vm-a3" } },
-    { name = "rack-b", hub_ipv4 = hub_ipv4["rack-b"], hub_port_base = 0,  -- 0: same UDP ports as the job
-      hosts = { "vm-b0", "vm-b1", "vm-b2", "vm-b3" } },
-  },
+  racks = plan.racks,
   rack = this_rack,
 
   jobs = {
@@ -46,7 +36,7 @@ return {
         { name = "pooler", elems = 1024 * 1024 + 1024 },
       },
       -- Every rank 0..workers-1 appears in exactly one rack.
-      ranks_by_rack = { ["rack-a"] = ranks(0, 3), ["rack-b"] = ranks(4, 7) },
+      ranks_by_rack = plan.ranks_by_rack,
     },
   },
 

@@ -129,7 +129,7 @@ def main():
         config = sysconf("phub", "phub.lua")
         check(f"{config} is installed, equal to {default}", installed(config) and installed(default) and
               open(destdir + config).read() == open(destdir + default).read())
-        for ex in ("rack.lua", "two-rack.lua", "tenants.lua"):
+        for ex in ("rack.lua", "two-rack.lua", "racks.lua", "tenants.lua"):
             check(f"example {ex} is installed", installed(under(o["datadir"], "phub", "examples", ex)))
         for doc in ("README.md", "server.md", "config.md"):
             check(f"doc {doc} is installed", installed(under(o["datadir"], "doc", "phub", doc)))

@@ -2,6 +2,7 @@
 // loaded by the real config loader inside a minimal config.
 #include <gtest/gtest.h>
 #include <png.h>
+#include <stdlib.h>
 
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "heatmap.hpp"
 #include "hosts_file.hpp"
 #include "matrix_io.hpp"
+#include "outputs.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
 #include "report.hpp"
@@ -320,23 +322,48 @@ TEST(Outputs, HeatmapSizeFrom12To64Hosts) {
 }
 
 // The snippet, pasted unchanged above a minimal config's `return`, loads and validates.
-TEST(Outputs, LuaSnippetAcceptedByConfigLoader) {
+// A fresh directory, removed afterwards.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "phub-probe-out-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) path = tmpl;
+  }
+  ~TempDir() {
+    if (!path.empty()) std::filesystem::remove_all(path);
+  }
+};
+
+// A hub config template: racks.lua through include, the hub's own address and rack filled in per hub.
+constexpr const char* kHubTemplate =
+    "local plan = include(\"racks.lua\")\n"
+    "return {\n"
+    "  ports = { { name = \"p0\", device = \"net_null0\", ipv4 = @HUB_IPV4@ .. \"/24\" } },\n"
+    "  lcores = { { id = 1 } },\n"
+    "  racks = plan.racks,\n"
+    "  rack = @RACK@,\n"
+    "  jobs = { { id = 1, name = \"j\", workers = 12, port_base = 40000,\n"
+    "             secret = \"probe-plan-secret-0123\",\n"
+    "             keys = { { name = \"w\", elems = 1024 } },\n"
+    "             ranks_by_rack = plan.ranks_by_rack } },\n"
+    "}\n";
+
+TEST(Outputs, RacksLuaIsIncludedUnchangedByAConfig) {
   Fixture f({4, 5, 3});
   const PlanInputs in = f.inputs();
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  auto files = write_outputs(dir.path.string(), in);
+  ASSERT_TRUE(files) << files.error();
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "hub-rack1.lua"));  // no template, no hub configs
+  // A hand-written config beside racks.lua, as docs/probe.md shows it.
   const std::string hub1 = f.s.matrix.hosts()[f.plan.racks.hub[0]].addr;
-  const std::string text = lua_racks(in) +
-                           "return {\n"
-                           "  ports = { { name = \"p0\", device = \"net_null0\", ipv4 = \"" + hub1 + "/24\" } },\n"
-                           "  lcores = { { id = 1 } },\n"
-                           "  racks = phub_probe.racks,\n"
-                           "  rack = \"rack1\",\n"
-                           "  jobs = { { id = 1, name = \"j\", workers = 12, port_base = 40000,\n"
-                           "             secret = \"probe-plan-secret-0123\",\n"
-                           "             keys = { { name = \"w\", elems = 1024 } },\n"
-                           "             ranks_by_rack = phub_probe.ranks_by_rack } },\n"
-                           "}\n";
-  auto cfg = config::load_string(text, "probe-snippet.lua");
-  ASSERT_TRUE(cfg) << cfg.error() << "\n" << text;
+  std::string text = kHubTemplate;
+  text.replace(text.find("@HUB_IPV4@"), 10, "\"" + hub1 + "\"");
+  text.replace(text.find("@RACK@"), 6, "\"rack1\"");
+  std::ofstream(dir.path / "hub.lua") << text;
+  auto cfg = config::load_file((dir.path / "hub.lua").string());
+  ASSERT_TRUE(cfg) << cfg.error() << "\n" << lua_racks(in);
   ASSERT_EQ(cfg->racks.size(), 3u);
   EXPECT_EQ(format_ipv4(cfg->racks[0].hub_ipv4), hub1);
   ASSERT_EQ(cfg->jobs.size(), 1u);
@@ -344,6 +371,45 @@ TEST(Outputs, LuaSnippetAcceptedByConfigLoader) {
   for (const auto& [rack, list] : cfg->jobs[0].ranks_by_rack) ranks += list.size();
   EXPECT_EQ(ranks, 12u);
   for (size_t r = 0; r < 3; ++r) EXPECT_EQ(cfg->racks[r].hosts.size(), f.plan.racks.members[r].size());
+}
+
+TEST(Outputs, HubConfigPerRackFromATemplate) {
+  Fixture f({4, 5, 3});
+  const PlanInputs in = f.inputs();
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  auto files = write_outputs(dir.path.string(), in, kHubTemplate);
+  ASSERT_TRUE(files) << files.error();
+  for (size_t r = 0; r < 3; ++r) {
+    const std::string file = (dir.path / ("hub-" + rack_name(r) + ".lua")).string();
+    EXPECT_NE(std::find(files->begin(), files->end(), file), files->end()) << file;
+    auto cfg = config::load_file(file);
+    ASSERT_TRUE(cfg) << cfg.error();
+    EXPECT_EQ(cfg->rack, rack_name(r));
+    const std::string hub = f.s.matrix.hosts()[f.plan.racks.hub[r]].addr;
+    ASSERT_EQ(cfg->ports.size(), 1u);
+    EXPECT_EQ(format_ipv4(cfg->ports[0].ipv4.addr), hub);
+    ASSERT_EQ(cfg->racks.size(), 3u);
+    EXPECT_EQ(format_ipv4(cfg->racks[r].hub_ipv4), hub);
+    ASSERT_EQ(cfg->jobs.size(), 1u);
+    EXPECT_EQ(cfg->jobs[0].ranks_by_rack.size(), 3u);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "hub-rack4.lua"));
+}
+
+TEST(Outputs, HubConfigTemplateMustNameTheRack) {
+  Fixture f({4, 4});
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  auto files = write_outputs((dir.path / "out").string(), f.inputs(), "return { rack = \"rack1\" }\n");
+  ASSERT_FALSE(files);
+  EXPECT_NE(files.error().find("the hub config template has no @RACK@"), std::string::npos) << files.error();
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "out"));  // refused before anything is written
+  auto hubs = hub_configs(f.inputs(), "-- @RACK@ @RACK@ @HUB_IPV4@\n");
+  ASSERT_TRUE(hubs);
+  ASSERT_EQ(hubs->size(), 2u);
+  EXPECT_EQ((*hubs)[1].file, "hub-rack2.lua");
+  EXPECT_EQ((*hubs)[1].text, "-- \"rack2\" \"rack2\" \"" + f.s.matrix.hosts()[f.plan.racks.hub[1]].addr + "\"\n");
 }
 
 }  // namespace
