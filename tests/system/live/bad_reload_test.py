@@ -4,10 +4,12 @@
 The server runs jobs A and B; A's two ranks of phub-demo-worker run through all of it, every result element
 verified. Then twelve bad configs are sent with `phub-ctl reload FILE`: Lua that does not parse or fails when
 run, configs that fail validation (a duplicate job id, a secret of the wrong type, overlapping UDP ports),
-changes that need a restart (a job's workers, keys, dtype, mode; the lcores; the ports) and two jobs that
-cannot both be admitted (each within its quota, together over limits.memory_bytes). Each must exit 1 with a
-message on stderr that names the field and the reason, and leave `phub-ctl config` the same byte for byte.
-A good reload afterwards must still apply.
+changes that need a restart (a job's workers, keys, dtype, mode; the lcores; the ports), two jobs that
+cannot both be admitted (each within its quota, together over limits.memory_bytes) and an include() of a
+file outside the config's directory. Each must exit 1 with a message on stderr that names the field and the
+reason, and leave `phub-ctl config` the same byte for byte. A good reload afterwards must still apply; it
+takes B's rate limit from an included file, and reloading the same config after that file changed must
+apply the new value (a reload reads included files again) while `phub-ctl config` stays one table.
 Usage: bad_reload_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
 import os
@@ -50,6 +52,8 @@ def cases(net, good):
         ("the ports", good.replace("mtu = 1500", "mtu = 1400", 1), ["ports: changing ports", "needs a restart"]),
         ("jobs over limits.memory_bytes", cfg([A, B] + big),
          ["jobs[4]: job 'E' (id 5) refused: it needs", "limits.memory_bytes", "would be exceeded"]),
+        ("an include outside the config's directory", good.replace("return {", "local x = include('../x.lua')\nreturn {", 1),
+         ["reload-13.lua:2: include \"../x.lua\": a path with \"..\""]),
     ]
 
 
@@ -75,12 +79,21 @@ def main():
             check("bad reload %2d (%s): running config unchanged byte for byte" % (n, what), after == before,
                   "config changed: %d bytes before, %d after" % (len(before), len(after)))
         rc, status, _ = ctl("status")
-        check("status counts 12 refused reloads", rc == 0 and "0 applied, 12 refused" in status, status.strip())
+        check("status counts 13 refused reloads", rc == 0 and "0 applied, 13 refused" in status, status.strip())
         bigger_b = phubnet.job(2, "B", 2, KEYS, 42200, rate_limit_pps=400000)
-        path = livenet.write(os.path.join(net.tmp, "reload-good.lua"), net.config_text([A, bigger_b]))
+        text = net.config_text([A, bigger_b]).replace("rate_limit_pps = 400000", "rate_limit_pps = include('rate.lua')")
+        path = livenet.write(os.path.join(net.tmp, "reload-good.lua"), text)
+        livenet.write(os.path.join(net.tmp, "rate.lua"), "return 400000\n")
         rc, out, err = ctl("reload", path)
-        check("a good reload afterwards applies (B's rate limit)", rc == 0 and "changed 1 (B)" in out,
+        check("a good reload afterwards applies (B's rate limit, from an included file)",
+              rc == 0 and "changed 1 (B)" in out, "exit %d: %s" % (rc, (out + err).strip()[-400:]))
+        livenet.write(os.path.join(net.tmp, "rate.lua"), "return 300000\n")
+        rc, out, err = ctl("reload", path)
+        dumped = ctl.config()
+        check("reloading the same config reads the changed included file again",
+              rc == 0 and "changed 1 (B)" in out and "rate_limit_pps = 300000" in dumped,
               "exit %d: %s" % (rc, (out + err).strip()[-400:]))
+        check("phub-ctl config is one table, without include", "include" not in dumped, dumped[:400])
         ok, detail = livenet.workers_ok(livenet.finish_workers(traffic, 60))
         check("A's traffic meanwhile: every result verified", ok, detail)
         stats = ctl.stats()
