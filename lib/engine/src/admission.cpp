@@ -9,6 +9,7 @@
 #include "admission.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/engine/engine.hpp"
+#include "phub/engine/hierarchy.hpp"
 
 namespace phub::engine {
 
@@ -44,6 +45,17 @@ Expected<std::vector<std::shared_ptr<const JobPlan>>, std::vector<std::string>> 
     if (!plan) {
       errors.push_back(at + ": " + plan.error());
       continue;
+    }
+    if (!cfg.racks.empty()) {
+      auto hub = plan_hierarchy(cfg, *plan, mtu);
+      if (!hub) {
+        errors.push_back(at + ": " + hub.error());
+        continue;
+      }
+      if (auto attached = attach_hierarchy(*plan, std::move(*hub)); !attached) {
+        errors.push_back(at + ": " + attached.error());
+        continue;
+      }
     }
     total += plan->memory.total();
     if (total > cfg.limits.memory_bytes) {

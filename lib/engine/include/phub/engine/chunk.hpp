@@ -9,8 +9,25 @@
 
 #include "phub/agg/kernels.hpp"
 #include "phub/base/dtype.hpp"
+#include "phub/proto/homes.hpp"
 
 namespace phub::engine {
+
+// The most racks a hierarchical job may span (a home adds their partials from one array of pointers).
+inline constexpr uint16_t kMaxRacks = 256;
+
+// A hierarchical job's shape, as the chunk arithmetic needs it (docs/hierarchy.md). Points into the job's
+// HubPlan. racks == 0: a flat job.
+struct HubMath {
+  uint16_t racks = 0;
+  uint16_t my_rack = 0;                   // this hub's rack index
+  std::span<const uint16_t> local_ranks;  // the ranks of this hub's rack, increasing (the summation order)
+  std::span<const uint16_t> rack_of_rank; // by rank
+  const proto::HomeMap* homes = nullptr;  // chunk -> home rack index
+  uint32_t piece_elems = 0;               // elements per fwd_partial piece
+  uint16_t pieces_per_segment = 1;
+  uint16_t piece_words = 0;               // ceil(racks * pieces_per_segment / 64): one segment's (rack, piece) bits
+};
 
 // What every chunk of one job shares (immutable while the job runs).
 struct JobMath {
@@ -25,7 +42,10 @@ struct JobMath {
   uint32_t segment_elems = 352;  // elements per packet
   uint32_t round_modulus = 0;    // 0: rounds wrap at 2^32
   agg::OptimizerParams optimizer;  // ps mode; step and grad_scale are set per update
+  HubMath hub;
 };
+
+[[nodiscard]] constexpr bool hierarchical(const JobMath& m) noexcept { return m.hub.racks != 0; }
 
 // fp32 allreduce: the running sum is formed in the round's result buffer out[cur] itself, so a chunk
 // has no separate accumulator and a completed segment needs no copy into its result. (Elsewhere the
