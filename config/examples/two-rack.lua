@@ -1,10 +1,11 @@
 -- two-rack.lua: the config format of a rack hub in a two-rack deployment (racks, rack, ranks_by_rack),
 -- as phub-probe's rack snippet fills it.
 --
--- NOT RUNNABLE YET: cross-rack aggregation (a hub summing its rack's ranks, forwarding one partial per
--- chunk to the chunk's home hub, and fanning the result back) is not implemented. lib/config loads and
--- validates this file, but phub-server --check and phub-server refuse it with a message that says so,
--- rather than run flat and let the other rack's workers stall. Both hubs would load the same file except
+-- NOT RUNNABLE YET: the engine does the cross-rack aggregation (a hub sums its rack's ranks, forwards one
+-- partial per chunk to the chunk's home hub, and fans the result back; docs/hierarchy.md), but workers'
+-- joins and job epochs do not cross hubs yet. lib/config loads and validates this file, but
+-- phub-server --check and phub-server refuse it with a message that says so, rather than let the
+-- workers of the rack without rank 0 wait for its join. Both hubs would load the same file except
 -- for `rack`; the rank grouping is what `phub-probe` plans from measured latencies.
 
 local this_rack = "rack-a"

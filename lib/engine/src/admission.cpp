@@ -90,6 +90,10 @@ Expected<std::shared_ptr<JobRuntime>, std::string> Engine::make_runtime(const Jo
     if (!lj) return unexpected(lj.error());
     rt->lcores.push_back(std::move(*lj));
   }
+  if (plan.hub != nullptr) {
+    rt->hub_macs = std::make_unique<std::atomic<uint64_t>[]>(plan.hub->hubs.size());
+    for (auto& lj : rt->lcores) lj->hub_mac = rt->hub_macs.get();
+  }
   return rt;
 }
 

@@ -6,6 +6,7 @@
 #include <rte_ring.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,6 +68,14 @@ class LcoreJob {
   [[nodiscard]] Peer& peer(uint16_t rank) noexcept { return peers_[rank]; }
   [[nodiscard]] uint16_t workers() const noexcept { return workers_; }
 
+  // Hierarchical jobs: where this lcore sends forwards to each rack's hub (by rack index; its own unused).
+  // The MAC comes from the job's shared table of hub MACs (hub_mac), learned by any lcore from ARP or a
+  // verified forward.
+  [[nodiscard]] Peer& hub_peer(uint16_t rack) noexcept { return hub_peers_[rack]; }
+  // The job's shared table, one entry per rack: 0, or the MAC in the low 48 bits with bit 63 set.
+  std::atomic<uint64_t>* hub_mac = nullptr;
+  std::vector<uint64_t> hub_arp_tsc;  // by rack: when this lcore last asked ARP for the hub (0: never)
+
   // The result buffer behind out[i] of a chunk.
   [[nodiscard]] static ResultBuf* buf(const Chunk& c, int i) noexcept { return static_cast<ResultBuf*>(c.out_handle[i]); }
   [[nodiscard]] static bool busy(const ResultBuf* b) noexcept {
@@ -111,6 +120,7 @@ class LcoreJob {
   uint32_t chunk_count_ = 0;
   Peer* peers_ = nullptr;
   uint16_t workers_ = 0;
+  std::vector<Peer> hub_peers_;
   std::byte* arena_ = nullptr;
   std::byte* result_block_ = nullptr;
   uint32_t result_objects_ = 0;
