@@ -143,7 +143,11 @@ void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t s
     h.epoch = lj.epoch;
     transmit_forward(plan, lj, c.home, h, from, reinterpret_cast<const std::byte*>(sum + h.elem_offset));
     bump(lj.counters.partials_sent);
-    if (retransmit) bump(lj.counters.partials_retransmitted);
+    bump(lj.hub_counters[c.home].partials_sent);
+    if (retransmit) {
+      bump(lj.counters.partials_retransmitted);
+      bump(lj.hub_counters[c.home].partials_retransmitted);
+    }
   }
   if (c.forward_due_tsc == 0) {
     c.forward_backoff_tsc = hz_ / 1'000'000 * kFirstResendUs;
@@ -211,8 +215,10 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     return count_drop(lj, Drop::fwd_wrong_source);
   }
   if (h.epoch != lj.epoch) return count_drop(lj, Drop::epoch_mismatch);
-  // Verified, from the hub's address: its MAC is where forwards to it go.
+  // Verified, from the hub's address: its MAC is where forwards to it go, and it answered now.
   lj.hub_mac[from].store(pack_mac(rx.l2.src), std::memory_order_relaxed);
+  HubPeerCounters& peer = lj.hub_counters[from];
+  __atomic_store_n(&peer.last_answer_tsc, now_tsc_, __ATOMIC_RELAXED);
   if ((h.flags & proto::flag::retransmit) != 0) bump(lj.counters.retransmits_seen);
 
   Chunk& c = lj.chunk(ci.local_index);
@@ -224,10 +230,12 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     if (in_seg % m.hub.piece_elems != 0 || piece >= pieces_of(m, c, seg) || h.elem_count != piece_elems(m, c, seg, piece)) {
       return count_drop(lj, Drop::fwd_bad_piece);
     }
+    bump(peer.partials_received);
     return on_partial(rx, plan, lj, c, seg, piece);
   }
   if (in_seg != 0 || h.elem_count != segment_elems(m, c, seg)) return count_drop(lj, Drop::fwd_bad_piece);
   if (h.dtype != m.out_dtype) return count_drop(lj, Drop::dtype_mismatch);
+  bump(peer.results_received);
   on_hub_result(rx, plan, lj, c, seg);
 }
 

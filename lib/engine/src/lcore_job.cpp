@@ -111,6 +111,7 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
       lj->hub_peers_.push_back(p);
     }
     lj->hub_arp_tsc.assign(plan.hub->hubs.size(), 0);
+    lj->hub_counters.assign(plan.hub->hubs.size(), HubPeerCounters{});
   }
   return lj;
 }

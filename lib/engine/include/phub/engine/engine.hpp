@@ -46,6 +46,14 @@ struct CounterReport {
     bool draining = false;       // on any lcore
     uint64_t open_rounds = 0;
     JobCounters counters;        // summed over lcores
+    // Hierarchical jobs: each other rack's hub, as this hub's lcores saw it (docs/hierarchy.md).
+    struct HubPeer {
+      std::string rack;
+      uint32_t ipv4 = 0;
+      uint64_t partials_sent = 0, partials_retransmitted = 0, partials_received = 0, results_received = 0;
+      uint64_t answer_age_ms = UINT64_MAX;  // since its last verified forward (UINT64_MAX: never)
+    };
+    std::vector<HubPeer> hubs;
   };
   struct Port {
     std::string name;

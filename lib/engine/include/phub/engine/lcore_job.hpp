@@ -52,6 +52,16 @@ struct ResultBuf {
   rte_ring* home;  // spares ring of the owning LcoreJob: where the buffer goes when its last user frees it
 };
 
+// What one lcore saw of one peer hub of a hierarchical job (docs/hierarchy.md, "Reachability"). Written by
+// the lcore (bump), read by the control thread (load).
+struct HubPeerCounters {
+  uint64_t partials_sent = 0;           // pieces sent to it as the chunks' home, resends included
+  uint64_t partials_retransmitted = 0;  // of those, resends
+  uint64_t partials_received = 0;       // verified pieces from it that fit a chunk homed here
+  uint64_t results_received = 0;        // verified fwd_results from it that fit a segment of its chunk
+  uint64_t last_answer_tsc = 0;         // TSC of its last verified forward of the job's epoch (0: none yet)
+};
+
 // The chunks (and their memory) that one lcore owns for one job. Created by the control thread on the
 // lcore's NUMA socket before the lcore can see it; afterwards only that lcore touches it, except for the
 // counters and gauges, which the control thread reads.
@@ -75,6 +85,7 @@ class LcoreJob {
   // The job's shared table, one entry per rack: 0, or the MAC in the low 48 bits with bit 63 set.
   std::atomic<uint64_t>* hub_mac = nullptr;
   std::vector<uint64_t> hub_arp_tsc;  // by rack: when this lcore last asked ARP for the hub (0: never)
+  std::vector<HubPeerCounters> hub_counters;  // by rack
 
   // The result buffer behind out[i] of a chunk.
   [[nodiscard]] static ResultBuf* buf(const Chunk& c, int i) noexcept { return static_cast<ResultBuf*>(c.out_handle[i]); }
