@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (auto why = phub::engine::unsupported_settings(*cfg)) return fail("config refused: " + *why);
   std::vector<std::string> eal = opts->eal_args_set ? opts->eal_args : cfg->eal_args;
   for (const auto& a : opts->eal_extra) eal.push_back(a);
   if (opts->print_boot_info) {

@@ -1,10 +1,11 @@
 -- two-rack.lua: the config of a rack hub in a two-rack deployment (racks, rack, ranks_by_rack), taking
 -- the rack grouping phub-probe planned from racks.lua beside it, unchanged, through include().
 --
--- NOT RUNNABLE YET: cross-rack aggregation (a hub summing its rack's ranks, forwarding one partial per
--- chunk to the chunk's home hub, and fanning the result back) is not implemented. lib/config loads and
--- validates this file, but phub-server --check and phub-server refuse it with a message that says so,
--- rather than run flat and let the other rack's workers stall. Both hubs would load the same file except
+-- NOT RUNNABLE YET: the engine does the cross-rack aggregation (a hub sums its rack's ranks, forwards one
+-- partial per chunk to the chunk's home hub, and fans the result back; docs/hierarchy.md), but workers'
+-- joins and job epochs do not cross hubs yet. lib/config loads and validates this file, but
+-- phub-server --check and phub-server refuse it with a message that says so, rather than let the
+-- workers of the rack without rank 0 wait for its join. Both hubs would load the same file except
 -- for `this_rack` (`phub-probe run --hub-config-template` writes one such file per hub).
 
 local plan = include("racks.lua")  -- { racks = {...}, ranks_by_rack = {...} }

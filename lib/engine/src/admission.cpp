@@ -9,6 +9,7 @@
 #include "admission.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/engine/engine.hpp"
+#include "phub/engine/hierarchy.hpp"
 
 namespace phub::engine {
 
@@ -45,6 +46,17 @@ Expected<std::vector<std::shared_ptr<const JobPlan>>, std::vector<std::string>> 
       errors.push_back(at + ": " + plan.error());
       continue;
     }
+    if (!cfg.racks.empty()) {
+      auto hub = plan_hierarchy(cfg, *plan, mtu);
+      if (!hub) {
+        errors.push_back(at + ": " + hub.error());
+        continue;
+      }
+      if (auto attached = attach_hierarchy(*plan, std::move(*hub)); !attached) {
+        errors.push_back(at + ": " + attached.error());
+        continue;
+      }
+    }
     total += plan->memory.total();
     if (total > cfg.limits.memory_bytes) {
       errors.push_back(at + ": " + job_label(job) + " refused: it needs " + plan->memory.describe() +
@@ -77,6 +89,10 @@ Expected<std::shared_ptr<JobRuntime>, std::string> Engine::make_runtime(const Jo
     auto lj = LcoreJob::create(plan, i, socket);
     if (!lj) return unexpected(lj.error());
     rt->lcores.push_back(std::move(*lj));
+  }
+  if (plan.hub != nullptr) {
+    rt->hub_macs = std::make_unique<std::atomic<uint64_t>[]>(plan.hub->hubs.size());
+    for (auto& lj : rt->lcores) lj->hub_mac = rt->hub_macs.get();
   }
   return rt;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace phub::engine {
 namespace {
@@ -49,9 +50,8 @@ void tall_in_rank_order(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) no
   tall_of_ranks(m, c, m.workers, [](uint16_t i) { return i; }, off, n, sum_of(m, c) + off);
 }
 
-// The segment has every contribution: reduce it and write its result into out[cur].
-void finish_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexcept {
-  if (m.deterministic) tall_in_rank_order(m, c, off, n);
+// The segment's sum is complete in the running sum: the mean or the optimizer, and the result in out[cur].
+void reduce_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexcept {
   std::byte* out = c.out[c.cur] + static_cast<size_t>(off) * dtype_bytes(m.out_dtype);
   const float scale = m.mean ? 1.0f / static_cast<float>(m.workers) : 1.0f;
   if (m.ps) {
@@ -67,6 +67,76 @@ void finish_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexce
     if (!sums_in_result(m)) m.kernels->narrow(out, sum, m.out_dtype, n);
   }
   ++c.segs_done;
+}
+
+// A flat job's segment has every contribution: reduce it and write its result into out[cur].
+void finish_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexcept {
+  if (m.deterministic) tall_in_rank_order(m, c, off, n);
+  reduce_segment(m, c, off, n);
+}
+
+bool is_home(const JobMath& m, const Chunk& c) noexcept { return hierarchical(m) && c.home == m.hub.my_rack; }
+
+float* staged_partial(Chunk& c, uint16_t rack) noexcept {
+  return c.partials + static_cast<size_t>(rack) * c.elems;
+}
+
+// Partial pieces a home waits for in segment `seg`: every other rack's.
+uint32_t remote_pieces(const JobMath& m, const Chunk& c, uint32_t seg) noexcept {
+  return static_cast<uint32_t>(m.hub.racks - 1) * pieces_of(m, c, seg);
+}
+
+// A home's segment has every rack's partial: add them (in rack order, deterministic mode), reduce.
+void finish_home_segment(const JobMath& m, Chunk& c, uint32_t seg) noexcept {
+  const uint32_t off = segment_offset(m, seg);
+  const uint32_t n = segment_elems(m, c, seg);
+  if (m.deterministic) {
+    const float* racks[kMaxRacks];
+    for (uint16_t r = 0; r < m.hub.racks; ++r) racks[r] = staged_partial(c, r) + off;
+    sum_partials(*m.kernels, std::span(racks, m.hub.racks), n, sum_of(m, c) + off);
+  }
+  reduce_segment(m, c, off, n);
+  set_bit(c.done, seg);
+}
+
+// This rack's ranks have all contributed to segment `seg` of a hierarchical job.
+PushResult complete_rack_part(const JobMath& m, Chunk& c, uint32_t seg) noexcept {
+  const uint32_t off = segment_offset(m, seg);
+  const uint32_t n = segment_elems(m, c, seg);
+  const bool home = is_home(m, c);
+  if (m.deterministic) {
+    rack_partial(m, c, m.hub.local_ranks, off, n, (home ? staged_partial(c, m.hub.my_rack) : sum_of(m, c)) + off);
+  }
+  if (!home) return PushResult::rack_complete;
+  if (c.piece_counts[seg] < remote_pieces(m, c, seg)) return PushResult::accepted;
+  finish_home_segment(m, c, seg);
+  return PushResult::segment_complete;
+}
+
+// What every contribution to `round` is checked against first: nullopt when it is the chunk's round.
+std::optional<PushResult> round_gate(const JobMath& m, const Chunk& c, uint32_t round) noexcept {
+  if (m.round_modulus != 0 && round >= m.round_modulus) return PushResult::bad_round;
+  if (!c.initialized) return PushResult::not_initialized;
+  const int64_t d = round_delta(m, round, c.round);
+  if (d == -1) return c.has_prev ? PushResult::previous_round : PushResult::behind;
+  if (d < -1) return PushResult::behind;
+  if (d > 0) return PushResult::ahead;
+  return std::nullopt;
+}
+
+void clear_round_state(const JobMath& m, Chunk& c) noexcept {
+  c.segs_done = 0;
+  c.first_tsc = 0;
+  c.stall_reported_tsc = 0;
+  c.forward_due_tsc = 0;
+  c.forward_backoff_tsc = 0;
+  std::memset(c.bits, 0, static_cast<size_t>(c.segments) * m.bitmap_words * sizeof(uint64_t));
+  std::memset(c.counts, 0, static_cast<size_t>(c.segments) * sizeof(uint16_t));
+  if (c.done != nullptr) std::memset(c.done, 0, (c.segments + 63) / 64 * sizeof(uint64_t));
+  if (c.piece_bits != nullptr) {
+    std::memset(c.piece_bits, 0, static_cast<size_t>(c.segments) * m.hub.piece_words * sizeof(uint64_t));
+    std::memset(c.piece_counts, 0, static_cast<size_t>(c.segments) * sizeof(uint16_t));
+  }
 }
 
 }  // namespace
@@ -86,7 +156,7 @@ void sum_partials(const agg::Kernels& k, std::span<const float* const> partials,
   }
 }
 
-ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments) noexcept {
+ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments, bool homed) noexcept {
   ChunkSizes s;
   const size_t f32 = static_cast<size_t>(elems) * sizeof(float);
   s.acc = sums_in_result(m) ? 0 : round_up(f32);
@@ -97,12 +167,18 @@ ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments) noex
   s.bits = round_up(static_cast<size_t>(segments) * m.bitmap_words * sizeof(uint64_t));
   s.counts = round_up(static_cast<size_t>(segments) * sizeof(uint16_t));
   s.init_bits = m.ps ? round_up((segments + 63) / 64 * sizeof(uint64_t)) : 0;
+  if (hierarchical(m)) {
+    s.done = round_up((segments + 63) / 64 * sizeof(uint64_t));
+    s.piece_bits = homed ? round_up(static_cast<size_t>(segments) * m.hub.piece_words * sizeof(uint64_t)) : 0;
+    s.piece_counts = homed ? round_up(static_cast<size_t>(segments) * sizeof(uint16_t)) : 0;
+    s.partials = homed && m.deterministic ? round_up(static_cast<size_t>(m.hub.racks) * elems * sizeof(float)) : 0;
+  }
   s.result = round_up(static_cast<size_t>(elems) * dtype_bytes(m.out_dtype));
   return s;
 }
 
 size_t carve_chunk(const JobMath& m, Chunk& c, std::byte* arena) noexcept {
-  const ChunkSizes s = chunk_sizes(m, c.elems, c.segments);
+  const ChunkSizes s = chunk_sizes(m, c.elems, c.segments, is_home(m, c));
   std::byte* p = arena;
   auto take = [&p](size_t bytes) {
     std::byte* q = bytes ? p : nullptr;
@@ -117,6 +193,10 @@ size_t carve_chunk(const JobMath& m, Chunk& c, std::byte* arena) noexcept {
   c.bits = reinterpret_cast<uint64_t*>(take(s.bits));
   c.counts = reinterpret_cast<uint16_t*>(take(s.counts));
   c.init_bits = reinterpret_cast<uint64_t*>(take(s.init_bits));
+  c.done = reinterpret_cast<uint64_t*>(take(s.done));
+  c.piece_bits = reinterpret_cast<uint64_t*>(take(s.piece_bits));
+  c.piece_counts = reinterpret_cast<uint16_t*>(take(s.piece_counts));
+  c.partials = reinterpret_cast<float*>(take(s.partials));
   c.initialized = !m.ps;
   return static_cast<size_t>(p - arena);
 }
@@ -139,29 +219,76 @@ uint32_t prev_round(const JobMath& m, uint32_t r) noexcept {
   return r == 0 ? m.round_modulus - 1 : r - 1;
 }
 
-bool segment_done(const JobMath& m, const Chunk& c, uint32_t seg) noexcept { return c.counts[seg] == m.workers; }
+bool segment_done(const JobMath& m, const Chunk& c, uint32_t seg) noexcept {
+  return hierarchical(m) ? test_bit(c.done, seg) : c.counts[seg] == m.workers;
+}
+
+uint16_t pieces_of(const JobMath& m, const Chunk& c, uint32_t seg) noexcept {
+  return static_cast<uint16_t>((segment_elems(m, c, seg) + m.hub.piece_elems - 1) / m.hub.piece_elems);
+}
+
+uint32_t piece_offset(const JobMath& m, uint32_t seg, uint16_t piece) noexcept {
+  return segment_offset(m, seg) + static_cast<uint32_t>(piece) * m.hub.piece_elems;
+}
+
+uint32_t piece_elems(const JobMath& m, const Chunk& c, uint32_t seg, uint16_t piece) noexcept {
+  const uint32_t in_seg = static_cast<uint32_t>(piece) * m.hub.piece_elems;
+  const uint32_t n = segment_elems(m, c, seg);
+  return in_seg >= n ? 0 : std::min(m.hub.piece_elems, n - in_seg);
+}
 
 bool contributed(const JobMath& m, const Chunk& c, uint32_t seg, uint16_t rank) noexcept {
   return test_bit(c.bits + static_cast<size_t>(seg) * m.bitmap_words, rank);
 }
 
-uint16_t first_missing_rank(const JobMath& m, const Chunk& c) noexcept {
+namespace {
+
+uint16_t first_rank_of_rack(const JobMath& m, uint16_t rack) noexcept {
   for (uint16_t r = 0; r < m.workers; ++r) {
-    for (uint32_t s = 0; s < c.segments; ++s) {
-      if (!contributed(m, c, s, r)) return r;
-    }
+    if (m.hub.rack_of_rank[r] == rack) return r;
   }
   return m.workers;
 }
 
+// The first rack (other than this one) whose partial a home still misses in some segment.
+uint16_t first_missing_rack(const JobMath& m, const Chunk& c) noexcept {
+  for (uint16_t rack = 0; rack < m.hub.racks; ++rack) {
+    if (rack == m.hub.my_rack) continue;
+    for (uint32_t s = 0; s < c.segments; ++s) {
+      for (uint16_t p = 0; p < pieces_of(m, c, s); ++p) {
+        if (!test_bit(c.piece_bits + static_cast<size_t>(s) * m.hub.piece_words, rack * m.hub.pieces_per_segment + p)) {
+          return rack;
+        }
+      }
+    }
+  }
+  return m.hub.racks;
+}
+
+}  // namespace
+
+uint16_t first_missing_rank(const JobMath& m, const Chunk& c) noexcept {
+  if (!hierarchical(m)) {
+    for (uint16_t r = 0; r < m.workers; ++r) {
+      for (uint32_t s = 0; s < c.segments; ++s) {
+        if (!contributed(m, c, s, r)) return r;
+      }
+    }
+    return m.workers;
+  }
+  for (uint16_t r : m.hub.local_ranks) {
+    for (uint32_t s = 0; s < c.segments; ++s) {
+      if (!contributed(m, c, s, r)) return r;
+    }
+  }
+  if (!is_home(m, c)) return first_rank_of_rack(m, c.home);
+  const uint16_t rack = first_missing_rack(m, c);
+  return rack == m.hub.racks ? m.workers : first_rank_of_rack(m, rack);
+}
+
 PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round, uint32_t seg,
                       const std::byte* payload, uint64_t now_tsc) noexcept {
-  if (m.round_modulus != 0 && round >= m.round_modulus) return PushResult::bad_round;
-  if (!c.initialized) return PushResult::not_initialized;
-  const int64_t d = round_delta(m, round, c.round);
-  if (d == -1) return c.has_prev ? PushResult::previous_round : PushResult::behind;
-  if (d < -1) return PushResult::behind;
-  if (d > 0) return PushResult::ahead;
+  if (const auto gate = round_gate(m, c, round)) return *gate;
 
   uint64_t* bits = c.bits + static_cast<size_t>(seg) * m.bitmap_words;
   if (test_bit(bits, rank)) return segment_done(m, c, seg) ? PushResult::duplicate_complete : PushResult::duplicate;
@@ -174,7 +301,7 @@ PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round,
   if (m.deterministic) {
     const size_t in_bytes = dtype_bytes(m.in_dtype);
     std::memcpy(c.staging + (static_cast<size_t>(rank) * c.elems + off) * in_bytes, payload, n * in_bytes);
-  } else if (count == 1) {
+  } else if (count == 1 && (c.piece_counts == nullptr || c.piece_counts[seg] == 0)) {
     float* sum = sum_of(m, c);
     m.kernels->init(sum + off, payload, m.in_dtype, n);
     // Workers push a chunk's segments in order: the next segment's first push follows soon, and its
@@ -183,31 +310,62 @@ PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round,
   } else {
     m.kernels->accumulate(sum_of(m, c) + off, payload, m.in_dtype, n);
   }
-  if (count < m.workers) return PushResult::accepted;
+  if (count < local_workers(m)) return PushResult::accepted;
+  if (hierarchical(m)) return complete_rack_part(m, c, seg);
   finish_segment(m, c, off, n);
   return PushResult::segment_complete;
 }
 
+PushResult contribute_partial(const JobMath& m, Chunk& c, uint16_t rack, uint32_t round, uint32_t seg,
+                              uint16_t piece, const std::byte* payload, uint64_t now_tsc) noexcept {
+  if (const auto gate = round_gate(m, c, round)) return *gate;
+  uint64_t* bits = c.piece_bits + static_cast<size_t>(seg) * m.hub.piece_words;
+  const uint32_t bit = static_cast<uint32_t>(rack) * m.hub.pieces_per_segment + piece;
+  if (test_bit(bits, bit)) return segment_done(m, c, seg) ? PushResult::duplicate_complete : PushResult::duplicate;
+  set_bit(bits, bit);
+  const bool sum_started = c.counts[seg] != 0 || c.piece_counts[seg] != 0;
+  ++c.piece_counts[seg];
+  if (c.first_tsc == 0) c.first_tsc = now_tsc | 1;
+
+  const uint32_t off = piece_offset(m, seg, piece);
+  const uint32_t n = piece_elems(m, c, seg, piece);
+  if (m.deterministic) {
+    std::memcpy(staged_partial(c, rack) + off, payload, n * sizeof(float));
+  } else {
+    float* sum = sum_of(m, c);
+    // The first contribution of any kind starts the segment's sum: from zero, as a piece covers only part.
+    if (!sum_started) std::memset(sum + segment_offset(m, seg), 0, segment_elems(m, c, seg) * sizeof(float));
+    m.kernels->accumulate(sum + off, payload, Dtype::fp32, n);
+  }
+  if (!locally_complete(m, c, seg) || c.piece_counts[seg] < remote_pieces(m, c, seg)) return PushResult::accepted;
+  finish_home_segment(m, c, seg);
+  return PushResult::segment_complete;
+}
+
+ResultArrival accept_result(const JobMath& m, Chunk& c, uint32_t round, uint32_t seg, const std::byte* payload) noexcept {
+  if (round != c.round) return ResultArrival::other_round;
+  if (!locally_complete(m, c, seg)) return ResultArrival::not_forwarded;
+  if (test_bit(c.done, seg)) return ResultArrival::duplicate;
+  const size_t bytes = dtype_bytes(m.out_dtype);
+  std::memcpy(c.out[c.cur] + static_cast<size_t>(segment_offset(m, seg)) * bytes, payload,
+              segment_elems(m, c, seg) * bytes);
+  set_bit(c.done, seg);
+  ++c.segs_done;
+  return ResultArrival::completed;
+}
+
 void advance_round(const JobMath& m, Chunk& c) noexcept {
   c.round = next_round(m, c.round);
-  c.segs_done = 0;
   c.cur ^= 1;
   c.has_prev = true;
-  c.first_tsc = 0;
-  c.stall_reported_tsc = 0;
   if (m.ps) ++c.step;
-  std::memset(c.bits, 0, static_cast<size_t>(c.segments) * m.bitmap_words * sizeof(uint64_t));
-  std::memset(c.counts, 0, static_cast<size_t>(c.segments) * sizeof(uint16_t));
+  clear_round_state(m, c);
 }
 
 void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept {
   c.advance_pending = false;
   c.round = 0;
-  c.segs_done = 0;
-  c.first_tsc = 0;
-  c.stall_reported_tsc = 0;
-  std::memset(c.bits, 0, static_cast<size_t>(c.segments) * m.bitmap_words * sizeof(uint64_t));
-  std::memset(c.counts, 0, static_cast<size_t>(c.segments) * sizeof(uint16_t));
+  clear_round_state(m, c);
   if (!m.ps) {
     c.has_prev = false;
     return;

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 
+#include "phub/base/ipv4.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/frame.hpp"
 
@@ -126,7 +127,25 @@ Expected<HubPlan, std::string> plan_hierarchy(const config::Config& cfg, const J
   const auto self = std::find_if(cfg.racks.begin(), cfg.racks.end(), [&](const config::Rack& r) { return r.name == cfg.rack; });
   if (self == cfg.racks.end()) return unexpected("rack: \"" + cfg.rack + "\" is not one of racks[].name");
   h.my_rack = static_cast<uint16_t>(self - cfg.racks.begin());
-  for (const config::Rack& r : cfg.racks) h.hubs.push_back({r.hub_ipv4, r.hub_port_base != 0 ? r.hub_port_base : j.port_base});
+  if (self->hub_port_base != 0 && self->hub_port_base != j.port_base) {
+    return unexpected("racks[" + std::to_string(h.my_rack + 1) + "].hub_port_base: " + job_label(j) +
+                      " listens on port_base " + std::to_string(j.port_base) +
+                      " on this hub, where the other hubs send its forwards; set them equal, or 0");
+  }
+  for (size_t i = 0; i < cfg.racks.size(); ++i) {
+    const config::Rack& r = cfg.racks[i];
+    HubPlan::Hub hub{r.hub_ipv4, r.hub_port_base != 0 ? r.hub_port_base : j.port_base, 0};
+    const auto port = std::find_if(cfg.ports.begin(), cfg.ports.end(), [&](const config::Port& p) {
+      const uint32_t mask = ipv4_netmask(p.ipv4.prefix_len);
+      return (p.ipv4.addr & mask) == (r.hub_ipv4 & mask);
+    });
+    if (port == cfg.ports.end() && i != h.my_rack) {
+      return unexpected("racks[" + std::to_string(i + 1) + "].hub_ipv4: no port's subnet holds it (hubs send " +
+                        "forwards to each other's addresses directly, not through a router)");
+    }
+    if (port != cfg.ports.end()) hub.port = static_cast<uint16_t>(port - cfg.ports.begin());
+    h.hubs.push_back(hub);
+  }
 
   // Validation made every rank appear in exactly one rack; a rank found in none is still refused here.
   h.rack_of_rank.assign(j.workers, UINT16_MAX);
@@ -143,6 +162,12 @@ Expected<HubPlan, std::string> plan_hierarchy(const config::Config& cfg, const J
     }
     if (h.rack_of_rank[rank] == h.my_rack) h.local_ranks.push_back(rank);
   }
+  if (cfg.racks.size() > kMaxRacks) return unexpected("racks: more than " + std::to_string(kMaxRacks) + " racks");
+  for (size_t i = 0; i < cfg.racks.size(); ++i) {
+    if (std::find(h.rack_of_rank.begin(), h.rack_of_rank.end(), i) == h.rack_of_rank.end()) {
+      return unexpected(job_label(j) + ".ranks_by_rack: rack \"" + cfg.racks[i].name + "\" holds none of its ranks");
+    }
+  }
 
   auto homes = proto::HomeMap::build(plan.layout, static_cast<uint16_t>(cfg.racks.size()));
   if (!homes) return unexpected(job_label(j) + ": " + homes.error());
@@ -153,6 +178,22 @@ Expected<HubPlan, std::string> plan_hierarchy(const config::Config& cfg, const J
   h.payload_key = proto::fwd_payload_key(plan.key);
   h.fingerprint = hub_fingerprint(cfg, plan);
   return h;
+}
+
+Expected<void, std::string> attach_hierarchy(JobPlan& plan, HubPlan hub) {
+  plan.hub = std::make_shared<const HubPlan>(std::move(hub));
+  const HubPlan& h = *plan.hub;
+  HubMath& hm = plan.math.hub;
+  hm.racks = static_cast<uint16_t>(h.hubs.size());
+  hm.my_rack = h.my_rack;
+  hm.local_ranks = h.local_ranks;
+  hm.rack_of_rank = h.rack_of_rank;
+  hm.homes = &h.homes;
+  hm.piece_elems = h.piece_elems;
+  hm.pieces_per_segment = h.pieces_per_segment;
+  hm.piece_words = static_cast<uint16_t>((hm.racks * h.pieces_per_segment + 63) / 64);
+  plan.memory = estimate_job_memory(plan.math, plan.layout, plan.first_owner, plan.lcores);
+  return check_quota(plan);
 }
 
 }  // namespace phub::engine

@@ -61,11 +61,17 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
   p.rate_per_lcore_pps = job.rate_limit_pps == 0 ? 0 : (job.rate_limit_pps + lcores - 1) / lcores;
   p.first_owner = static_cast<uint16_t>(job.shard_index * lcores);
   p.memory = estimate_job_memory(m, p.layout, p.first_owner, lcores);
+  if (auto q = check_quota(p); !q) return unexpected(q.error());
+  return p;
+}
+
+Expected<void, std::string> check_quota(const JobPlan& p) {
+  const config::Job& job = p.cfg;
   if (job.quota_bytes != 0 && p.memory.total() > job.quota_bytes) {
     return unexpected(job_label(job) + " refused: it needs " + p.memory.describe() + ", over its quota of " +
                       std::to_string(job.quota_bytes) + " bytes");
   }
-  return p;
+  return {};
 }
 
 }  // namespace phub::engine

@@ -203,14 +203,21 @@ void Lcore::serve_requests(const Snapshot& s) noexcept {
 
 void Lcore::scan_stalls(const Snapshot& s, uint64_t now) noexcept {
   constexpr uint32_t kChunksPerTick = 256;
-  if (s.round_stall_tsc == 0) return;
   for (size_t j = 0; j < s.jobs.size(); ++j) {
     const JobPlan& plan = *s.jobs[j];
+    const bool forwards = hierarchical(plan.math);
+    if (s.round_stall_tsc == 0 && !forwards) continue;
     LcoreJob& lj = *s.lcore_jobs[r_.index][j];
+    // Peer hubs' MACs are asked for before the first forward needs them.
+    for (uint16_t rack = 0; forwards && rack < plan.math.hub.racks; ++rack) {
+      if (rack != plan.math.hub.my_rack) (void)resolve_hub(plan, lj, rack);
+    }
     const uint32_t n = lj.chunk_count();
     for (uint32_t k = 0; k < std::min(n, kChunksPerTick); ++k) {
       lj.stall_cursor = lj.stall_cursor + 1 >= n ? 0 : lj.stall_cursor + 1;
       Chunk& c = lj.chunk(lj.stall_cursor);
+      if (forwards && c.forward_due_tsc != 0 && now >= c.forward_due_tsc) resend_forwards(plan, lj, c, now);
+      if (s.round_stall_tsc == 0) continue;
       if (c.first_tsc == 0 || now - c.first_tsc < s.round_stall_tsc) continue;
       if (c.stall_reported_tsc != 0 && now - c.stall_reported_tsc < s.round_stall_tsc) continue;
       c.stall_reported_tsc = now;

@@ -1,6 +1,8 @@
 // The per-lcore part of a job: chunk memory carved from one arena, result buffers, peers, rate limiter.
 #include "phub/engine/lcore_job.hpp"
 
+#include "phub/engine/hierarchy.hpp"
+
 #include <rte_errno.h>
 #include <rte_malloc.h>
 #include <rte_memory.h>
@@ -46,7 +48,7 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
   uint64_t arena_bytes = 0;
   for (uint32_t id : owned) {
     const auto& ci = plan.layout.chunk(id);
-    arena_bytes += chunk_sizes(m, ci.elems, ci.segments).arena_total();
+    arena_bytes += chunk_sizes(m, ci.elems, ci.segments, homed_here(m, id)).arena_total();
   }
   const uint64_t chunks_bytes = round64(sizeof(Chunk) * std::max<uint32_t>(n, 1));
   const uint64_t peers_bytes = round64(sizeof(Peer) * m.workers);
@@ -92,12 +94,25 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
     c->id = owned[i];
     c->elems = ci.elems;
     c->segments = ci.segments;
+    c->home = hierarchical(m) ? m.hub.homes->home(owned[i]) : 0;
     arena += carve_chunk(m, *c, arena);
     lj->attach(*c, 0, reinterpret_cast<ResultBuf*>(lj->result_block_ + (2 * i) * obj_bytes));
     lj->attach(*c, 1, reinterpret_cast<ResultBuf*>(lj->result_block_ + (2 * i + 1) * obj_bytes));
   }
   lj->chunk_count_ = n;
   lj->capture_armed.assign(n, 0);
+  if (plan.hub != nullptr) {
+    for (const HubPlan::Hub& h : plan.hub->hubs) {
+      Peer p{};
+      p.ip = h.ipv4;
+      p.udp_port = static_cast<uint16_t>(h.port_base + lcore);
+      p.port = static_cast<uint8_t>(h.port);
+      p.proven = true;  // a hub's address is configured, not claimed by a packet
+      lj->hub_peers_.push_back(p);
+    }
+    lj->hub_arp_tsc.assign(plan.hub->hubs.size(), 0);
+    lj->hub_counters.assign(plan.hub->hubs.size(), HubPeerCounters{});
+  }
   return lj;
 }
 

@@ -37,11 +37,12 @@ JobMemory estimate_job_memory(const JobMath& m, const proto::Layout& layout, uin
     const auto owned = layout.owned(owner);
     for (uint32_t id : owned) {
       const proto::ChunkInfo& ci = layout.chunk(id);
-      const ChunkSizes s = chunk_sizes(m, ci.elems, ci.segments);
+      const ChunkSizes s = chunk_sizes(m, ci.elems, ci.segments, homed_here(m, id));
       mem.accumulators += s.acc;
       mem.optimizer += s.weights + s.moment1 + s.moment2;
       mem.staging += s.staging;
-      mem.bookkeeping += s.bits + s.counts + s.init_bits;
+      mem.staging += s.partials;
+      mem.bookkeeping += s.bits + s.counts + s.init_bits + s.done + s.piece_bits + s.piece_counts;
     }
     const auto n = static_cast<uint32_t>(owned.size());
     const uint32_t spares = spare_results(n);

@@ -1,11 +1,41 @@
 // Reading the counters (control thread): the report every exporter formats, the sums, and the text form.
+#include <rte_cycles.h>
 #include <rte_mempool.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "phub/engine/engine.hpp"
+#include "phub/engine/hierarchy.hpp"
 
 namespace phub::engine {
+namespace {
+
+// Each other rack's hub of job j, summed over the lcores (the newest answer of any).
+void add_hub_peers(const Snapshot& s, size_t j, CounterReport::Job& job) {
+  const JobPlan& plan = *s.jobs[j];
+  if (plan.hub == nullptr) return;
+  const uint64_t now = rte_rdtsc();
+  for (uint16_t rack = 0; rack < plan.hub->hubs.size(); ++rack) {
+    if (rack == plan.hub->my_rack) continue;
+    CounterReport::Job::HubPeer p;
+    p.rack = s.config->racks[rack].name;
+    p.ipv4 = plan.hub->hubs[rack].ipv4;
+    uint64_t last = 0;
+    for (const auto& lj : s.runtimes[j]->lcores) {
+      const HubPeerCounters& c = lj->hub_counters[rack];
+      p.partials_sent += load(c.partials_sent);
+      p.partials_retransmitted += load(c.partials_retransmitted);
+      p.partials_received += load(c.partials_received);
+      p.results_received += load(c.results_received);
+      last = std::max(last, load(c.last_answer_tsc));
+    }
+    if (last != 0) p.answer_age_ms = (now > last ? now - last : 0) * 1000 / s.tsc_hz;
+    job.hubs.push_back(std::move(p));
+  }
+}
+
+}  // namespace
 
 CounterReport Engine::report() const {
   CounterReport r;
@@ -29,6 +59,7 @@ CounterReport Engine::report() const {
       job.draining = job.draining || __atomic_load_n(&lj->draining, __ATOMIC_RELAXED);
       job.open_rounds += load(lj->open_rounds);
     }
+    add_hub_peers(s, j, job);
     r.jobs.push_back(std::move(job));
   }
   for (size_t p = 0; p < ports_.size(); ++p) r.ports.push_back({s.ports[p].name, ports_[p]->stats()});

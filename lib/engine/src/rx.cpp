@@ -159,6 +159,7 @@ void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
     return;
   }
   const PortInfo& pi = s.ports[rx.port];
+  if (arp->target_ip == pi.ipv4) learn_hub_mac(s, arp->sender_ip, arp->sender_mac);
   if (arp->op != proto::ArpOp::request || arp->target_ip != pi.ipv4) return;
   // The answer goes to the sender hardware address: neither it nor the frame's source may be a group.
   if ((arp->sender_mac[0] & 0x01) != 0) return count_drop(Drop::reply_source_refused);
@@ -208,10 +209,16 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   if (plan.authenticated && !verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
     return drop(Drop::bad_tag);
   }
-  // Hub forwards name a rack, not a rank: this server forwards nothing yet (docs/hierarchy.md), and they
-  // must never reach a rank's address or a round.
-  if (proto::opcode_is_forward(rx.hdr.opcode)) return drop(Drop::unexpected_opcode);
+  // Hub forwards name a rack, not a rank: they never reach a rank's address. A flat job has no hubs.
+  if (proto::opcode_is_forward(rx.hdr.opcode)) {
+    if (plan.hub == nullptr) return drop(Drop::unexpected_opcode);
+    on_forward(rx, plan, lj);
+    return consume(m);
+  }
   if (rx.hdr.rank >= plan.math.workers) return drop(Drop::bad_rank);
+  if (hierarchical(plan.math) && plan.math.hub.rack_of_rank[rx.hdr.rank] != plan.math.hub.my_rack) {
+    return drop(Drop::rank_elsewhere);
+  }
   if (!source_allowed(plan.cfg, rx.ip.src) ||
       (!plan.cfg.worker_ipv4.empty() && plan.cfg.worker_ipv4[rx.hdr.rank] != rx.ip.src)) {
     return drop(Drop::source_not_allowed);
@@ -349,9 +356,12 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     case PushResult::segment_complete:
       bump(lj.counters.pushes);
       bump(lj.counters.push_payload_bytes, rx.payload.size());
-      bump(lj.counters.segments_completed);
-      send_segment_to_all(plan, lj, c, seg);
-      if (round_complete(c)) finish_round(plan, lj, c);
+      complete_segment(plan, lj, c, seg);
+      break;
+    case PushResult::rack_complete:
+      bump(lj.counters.pushes);
+      bump(lj.counters.push_payload_bytes, rx.payload.size());
+      send_partial(plan, lj, c, seg, false);
       break;
     case PushResult::duplicate:
       bump(lj.counters.duplicates);

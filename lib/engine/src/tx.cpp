@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "phub/engine/lcore.hpp"
+#include "messages.hpp"
 #include "phub/proto/auth.hpp"
 #include "rx_frame.hpp"
 
@@ -54,8 +55,6 @@ bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& 
   return true;
 }
 
-namespace {
-
 proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round, uint32_t seg, uint16_t rank,
                             uint16_t epoch) {
   const JobMath& m = plan.math;
@@ -74,8 +73,6 @@ proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round,
   h.epoch = epoch;
   return h;
 }
-
-}  // namespace
 
 // Point `ext` (a fresh mbuf of the data-room-0 pool) at `bytes` of the result buffer from `off_bytes`; the
 // caller has counted the reference in the buffer's refcount.

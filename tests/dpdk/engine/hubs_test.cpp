@@ -1,8 +1,18 @@
-// Several engines in one process (the hubs of the hierarchy tests to come): each on its own net_ring link
-// and lcore, with its own pools and rings, serving its own workers at the same time.
+// Several engines in one process: each on its own net_ring links and lcore, with its own pools and rings.
+// The hierarchy tests join two or three of them as rack hubs (docs/hierarchy.md) through a small switch
+// between their core ports, with each hub's workers emulated on its worker link, and compare the results
+// with a flat engine and with the scalar model of the documented summation order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <thread>
+
 #include "harness.hpp"
+#include "phub/proto/auth.hpp"
 
 namespace phub::test {
 namespace {
@@ -61,6 +71,496 @@ TEST(Hubs, TwoEnginesInOneProcessServeTheirOwnWorkers) {
     }
     EXPECT_EQ(job_counters(*hub->engine, 0).rounds_completed, 1u);
   }
+}
+
+// ---- Rack hubs ----
+
+constexpr uint32_t kCoreNet = 0x0a010000;  // 10.1.0.0/24: the hubs' core ports
+uint32_t hub_ip(uint16_t rack) { return kCoreNet + 1 + rack; }
+
+// What rank pushes to element `elem` of chunk `chunk` in round `round`.
+using Values = std::function<float(uint16_t rank, uint32_t round, uint32_t chunk, uint32_t elem)>;
+
+// Several keys and a small chunk size: chunks of several sizes, homed on every hub.
+config::Job hub_job(Dtype d, uint16_t workers, const std::vector<std::vector<uint16_t>>& ranks_by_rack) {
+  config::Job j = make_job(1, workers, {2 * 352 + 50, 1000, 300}, d);
+  j.chunk_bytes = 4 * 704;
+  j.secret = "hub-test";
+  for (size_t r = 0; r < ranks_by_rack.size(); ++r) j.ranks_by_rack.push_back({"r" + std::to_string(r), ranks_by_rack[r]});
+  return j;
+}
+
+// A rack hub: an engine with a worker port (its rack's emulated workers) and a core port towards the
+// switch (whose side of the link is `core`).
+struct RackHub {
+  RingLink worker_link{1};
+  RingLink core_link{1};
+  config::Job job;
+  uint16_t rack;
+  config::Config cfg;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<Workers> workers;
+  std::unique_ptr<Workers> core;
+
+  RackHub(const config::Job& j, uint16_t r, uint16_t racks, unsigned lcore_id) : job(j), rack(r) {
+    cfg = make_config(worker_link.server_name(), 1, {job});
+    cfg.lcores[0].id = lcore_id;
+    config::Port p = cfg.ports[0];
+    p.name = "core";
+    p.device = core_link.server_name();
+    p.ipv4 = {hub_ip(rack), 24};
+    cfg.ports.push_back(p);
+    for (uint16_t i = 0; i < racks; ++i) cfg.racks.push_back({"r" + std::to_string(i), hub_ip(i), 0, {}});
+    cfg.rack = "r" + std::to_string(rack);
+    auto e = engine::Engine::create(cfg);
+    if (!e) throw std::runtime_error(e.error());
+    engine = std::move(*e);
+    workers = std::make_unique<Workers>(worker_link.worker_name(), 1, *engine);
+    core = std::make_unique<Workers>(core_link.worker_name(), 1, *engine);
+    (void)workers->layout(job, 1);
+  }
+  void start() {
+    auto started = engine->start();
+    if (!started) throw std::runtime_error(started.error());
+    for (uint16_t rank : local_ranks()) workers->prove(job, rank);
+  }
+  // Started hubs have had time to learn each other's MACs (ARP, asked every 10 ms until answered).
+  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(60)); }
+  ~RackHub() {
+    engine->stop();
+    workers.reset();
+    core.reset();
+    engine.reset();
+  }
+  [[nodiscard]] const std::vector<uint16_t>& local_ranks() const { return job.ranks_by_rack[rack].second; }
+  [[nodiscard]] engine::JobCounters counters() const { return job_counters(*engine, 0); }
+  [[nodiscard]] MacAddr core_mac() const { return engine->snapshot().ports[1].mac; }
+  // Segments of the chunks homed at this hub (or elsewhere).
+  [[nodiscard]] uint32_t segments_homed(bool here) const {
+    const auto& plan = *engine->snapshot().jobs[0];
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < plan.layout.chunk_count(); ++c) {
+      if ((plan.math.hub.homes->home(c) == rack) == here) n += plan.layout.chunk(c).segments;
+    }
+    return n;
+  }
+};
+
+// A switch between the hubs' core ports, on a thread of its own: a frame goes to the hub whose MAC it is
+// addressed to, a broadcast to every other hub. `drop` may keep a phub frame from being delivered.
+class Switch {
+ public:
+  explicit Switch(std::vector<RackHub*> hubs) : hubs_(std::move(hubs)) {}
+  ~Switch() { stop(); }
+  void start() { thread_ = std::thread([this] { run(); }); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::function<bool(const proto::Header&)> drop = [](const proto::Header&) { return false; };
+  std::atomic<uint64_t> dropped{0};
+
+ private:
+  void run() {
+    rte_mbuf* pkts[32];
+    while (!stop_) {
+      bool any = false;
+      for (size_t i = 0; i < hubs_.size(); ++i) {
+        const uint16_t n = hubs_[i]->core->receive_raw(0, pkts, 32);
+        any = any || n != 0;
+        for (uint16_t k = 0; k < n; ++k) {
+          std::vector<std::byte> frame(pkts[k]->pkt_len);
+          const void* data = rte_pktmbuf_read(pkts[k], 0, pkts[k]->pkt_len, frame.data());
+          if (data != frame.data()) std::memcpy(frame.data(), data, frame.size());
+          rte_pktmbuf_free(pkts[k]);
+          deliver(i, frame);
+        }
+      }
+      if (!any) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  void deliver(size_t from, const std::vector<std::byte>& frame) {
+    if (auto f = proto::parse_phub_frame(frame); f && drop(f->hdr)) {
+      ++dropped;
+      return;
+    }
+    MacAddr dst{};
+    std::memcpy(dst.data(), frame.data(), dst.size());
+    for (size_t j = 0; j < hubs_.size(); ++j) {
+      if (j != from && (mac_equal(dst, kBroadcastMac) || mac_equal(dst, hubs_[j]->core_mac()))) {
+        hubs_[j]->core->send_frame(frame, 0);
+      }
+    }
+  }
+
+  std::vector<RackHub*> hubs_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Two rack hubs of `job` on lcores 1 and 2, joined by a switch that loses what `drop` says.
+struct TwoHubs {
+  RackHub a, b;
+  Switch sw;
+  TwoHubs(const config::Job& job, std::function<bool(const proto::Header&)> drop = nullptr)
+      : a(job, 0, 2, 1), b(job, 1, 2, 2), sw({&a, &b}) {
+    if (drop) sw.drop = std::move(drop);
+    sw.start();
+    a.start();
+    b.start();
+  }
+};
+
+// (round, chunk, element offset) -> the result payload.
+using Results = std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<std::byte>>;
+
+// `ranks` of `job` push every segment of every chunk of `round` through `w`.
+void push_all(Workers& w, const config::Job& job, const std::vector<uint16_t>& ranks, uint32_t round, const Values& v) {
+  const proto::Layout& l = w.layout(job, 1);
+  for (uint16_t rank : ranks) {
+    for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+      for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg) {
+        proto::Header h;
+        h.opcode = proto::Opcode::push;
+        h.dtype = job.dtype;
+        h.rank = rank;
+        h.round = round;
+        h.chunk_id = c;
+        h.elem_offset = l.segment_offset(seg);
+        h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(c), seg));
+        std::vector<float> x(h.elem_count);
+        for (uint32_t e = 0; e < h.elem_count; ++e) x[e] = v(rank, round, c, h.elem_offset + e);
+        w.send(job, rank, h, encode(x, job.dtype));
+      }
+    }
+  }
+}
+
+uint32_t segments_of(Workers& w, const config::Job& job) {
+  const proto::Layout& l = w.layout(job, 1);
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) n += l.chunk(c).segments;
+  return n;
+}
+
+// Receives one result per segment for each of `ranks`; every rank must get the same payload. Adds them.
+void collect(Workers& w, const config::Job& job, size_t ranks, uint32_t round, Results& into) {
+  const size_t want = ranks * segments_of(w, job);
+  const auto got = w.receive(want, std::chrono::milliseconds(5000));
+  ASSERT_EQ(got.size(), want) << "round " << round;
+  for (const Received& r : got) {
+    ASSERT_EQ(r.hdr.opcode, proto::Opcode::result) << "status " << static_cast<int>(r.hdr.status);
+    ASSERT_EQ(r.hdr.round, round);
+    auto [it, fresh] = into.try_emplace({round, r.hdr.chunk_id, r.hdr.elem_offset}, r.payload);
+    if (!fresh) {
+      ASSERT_EQ(it->second, r.payload) << "two ranks got different results";
+    }
+  }
+}
+
+// Runs `rounds` rounds over the hubs; returns each hub's results.
+std::vector<Results> run_hubs(std::vector<RackHub*> hubs, uint32_t rounds, const Values& v) {
+  RackHub::settle();
+  std::vector<Results> out(hubs.size());
+  for (uint32_t round = 0; round < rounds; ++round) {
+    for (RackHub* h : hubs) push_all(*h->workers, h->job, h->local_ranks(), round, v);
+    for (size_t i = 0; i < hubs.size(); ++i) {
+      collect(*hubs[i]->workers, hubs[i]->job, hubs[i]->local_ranks().size(), round, out[i]);
+    }
+  }
+  return out;
+}
+
+// The same job on one flat engine (no racks), every rank on its link.
+Results run_flat(config::Job job, uint32_t rounds, const Values& v) {
+  job.ranks_by_rack.clear();
+  RingLink link(1);
+  auto cfg = make_config(link.server_name(), 1, {job});
+  auto e = engine::Engine::create(cfg);
+  if (!e) throw std::runtime_error(e.error());
+  auto started = (*e)->start();
+  if (!started) throw std::runtime_error(started.error());
+  Results out;
+  {
+    Workers w(link.worker_name(), 1, **e);
+    (void)w.layout(job, 1);
+    std::vector<uint16_t> all(job.workers);
+    for (uint16_t r = 0; r < job.workers; ++r) {
+      all[r] = r;
+      w.prove(job, r);
+    }
+    for (uint32_t round = 0; round < rounds; ++round) {
+      push_all(w, job, all, round, v);
+      collect(w, job, all.size(), round, out);
+    }
+  }
+  (*e)->stop();
+  return out;
+}
+
+// The documented order (docs/hierarchy.md, "Summation order"): each rack's ranks in increasing order,
+// then the racks' partials in rack order, then the mean; all in fp32. Encoded in the job's dtype.
+Results model(const config::Job& job, Workers& w, uint32_t rounds, const Values& v) {
+  const proto::Layout& l = w.layout(job, 1);
+  Results out;
+  for (uint32_t round = 0; round < rounds; ++round) {
+    for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+      for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg) {
+        const uint32_t off = l.segment_offset(seg);
+        std::vector<float> x(l.segment_count_elems(l.chunk(c), seg));
+        for (uint32_t e = 0; e < x.size(); ++e) {
+          float total = 0;
+          for (size_t rack = 0; rack < job.ranks_by_rack.size(); ++rack) {
+            std::vector<uint16_t> ranks = job.ranks_by_rack[rack].second;
+            std::sort(ranks.begin(), ranks.end());
+            float partial = v(ranks[0], round, c, off + e);
+            for (size_t k = 1; k < ranks.size(); ++k) partial = partial + v(ranks[k], round, c, off + e);
+            total = rack == 0 ? partial : total + partial;
+          }
+          if (job.reduce == config::Reduce::mean) total = total * (1.0f / static_cast<float>(job.workers));
+          x[e] = total;
+        }
+        out[{round, c, off}] = encode(x, job.dtype);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Hubs, TwoRackHubsSumFp32LikeAFlatServer) {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  const Values v = gradient;
+  Results flat = run_flat(job, 3, v);
+  std::vector<Results> got;
+  {
+    TwoHubs hubs(job);
+    RackHub &a = hubs.a, &b = hubs.b;
+    got = run_hubs({&a, &b}, 3, v);
+    // A resend (a slow CPU: more than 2 ms to the home and back) has two harmless traces: the home drops a
+    // resent piece that the result overwrote on its way (fwd_bad_mac), and a rack hub a result it had.
+    const bool resent = a.counters().partials_retransmitted + b.counters().partials_retransmitted != 0;
+    for (RackHub* h : {&a, &b}) {
+      const auto c = h->counters();
+      const uint32_t here = h->segments_homed(true), elsewhere = h->segments_homed(false);
+      EXPECT_GT(here, 0u);
+      EXPECT_GT(elsewhere, 0u);
+      // fp32: one piece per segment. Resends (a slow CPU) are counted apart and change nothing else.
+      EXPECT_EQ(c.partials_sent - c.partials_retransmitted, 3 * elsewhere);
+      EXPECT_EQ(c.hub_results_received, 3 * elsewhere);
+      EXPECT_EQ(c.partials_received, 3 * here);
+      EXPECT_EQ(c.forwards_copied, 0u) << "partials point into the result buffer, results are results";
+      EXPECT_EQ(c.rounds_completed, 3u * a.workers->layout(job, 1).chunk_count());
+      for (size_t d = 0; d < engine::kDropCount; ++d) {
+        const auto drop = static_cast<engine::Drop>(d);
+        if (resent && (drop == engine::Drop::fwd_bad_mac || drop == engine::Drop::fwd_stale)) continue;
+        EXPECT_EQ(c.drops[d], 0u) << engine::drop_name(drop);
+      }
+      // The other hub, as phub-ctl job shows it: everything forwarded went there and came from there.
+      const auto report = h->engine->report();
+      ASSERT_EQ(report.jobs[0].hubs.size(), 1u);
+      const auto& peer = report.jobs[0].hubs[0];
+      EXPECT_EQ(peer.rack, h->rack == 0 ? "r1" : "r0");
+      EXPECT_EQ(peer.ipv4, hub_ip(h->rack == 0 ? 1 : 0));
+      EXPECT_EQ(peer.partials_sent, c.partials_sent);
+      EXPECT_EQ(peer.partials_retransmitted, c.partials_retransmitted);
+      if (!resent) {
+        EXPECT_EQ(peer.partials_received, c.partials_received);
+      }
+      EXPECT_GE(peer.partials_received, c.partials_received);  // resent pieces count as duplicates
+      EXPECT_GE(peer.results_received, c.hub_results_received);
+      EXPECT_LT(peer.answer_age_ms, 10000u) << "it answered during the test";
+    }
+    EXPECT_EQ(got[0], model(job, *a.workers, 3, v));
+  }
+  EXPECT_EQ(got[0], flat);
+  EXPECT_EQ(got[1], flat);
+}
+
+TEST(Hubs, TwoRackHubsSumBf16AndCopyTheirFp32Partials) {
+  const config::Job job = hub_job(Dtype::bf16, 3, {{0, 2}, {1}});
+  const Values v = gradient;
+  Results flat = run_flat(job, 2, v);
+  std::vector<Results> got;
+  {
+    TwoHubs hubs(job);
+    RackHub &a = hubs.a, &b = hubs.b;
+    got = run_hubs({&a, &b}, 2, v);
+    for (RackHub* h : {&a, &b}) {
+      const auto c = h->counters();
+      // A bf16 segment's fp32 partial is twice its size: two pieces per full segment, from the accumulator.
+      EXPECT_GT(c.partials_sent, c.hub_results_received);
+      EXPECT_EQ(c.forwards_copied, c.partials_sent) << "partials are copied, results are not";
+      EXPECT_GT(c.hub_results_received, 0u);
+    }
+  }
+  EXPECT_EQ(got[0], flat);
+  EXPECT_EQ(got[1], flat);
+}
+
+// Values whose fp32 sums round: the order of the additions shows in the last bits.
+float inexact(uint16_t rank, uint32_t round, uint32_t chunk, uint32_t elem) {
+  const uint32_t h = (rank * 2654435761u) ^ (round * 40503u) ^ (chunk * 9973u) ^ (elem * 2246822519u);
+  return static_cast<float>(h % 100003u) / 1000.0f * ((h & 1) ? 1.0f : -1.0f) + 1e-3f * static_cast<float>(rank);
+}
+
+TEST(Hubs, ThreeDeterministicHubsAreBitExactWithTheDocumentedOrder) {
+  config::Job job = hub_job(Dtype::fp32, 5, {{0, 3}, {1, 4}, {2}});
+  job.deterministic = true;
+  job.reduce = config::Reduce::mean;
+  const Values v = inexact;
+  std::vector<Results> got;
+  Results want;
+  {
+    RackHub a(job, 0, 3, 1), b(job, 1, 3, 2), c(job, 2, 3, 3);
+    Switch sw({&a, &b, &c});
+    sw.start();
+    a.start();
+    b.start();
+    c.start();
+    got = run_hubs({&a, &b, &c}, 2, v);
+    want = model(job, *a.workers, 2, v);
+  }
+  EXPECT_EQ(got[0], want);
+  EXPECT_EQ(got[1], want);
+  EXPECT_EQ(got[2], want);
+  // The racks interleave ranks: the flat server's rank order differs somewhere in the last bits.
+  EXPECT_NE(want, run_flat(job, 2, v)) << "the data does not tell the two orders apart";
+}
+
+TEST(Hubs, ALostPartialAndALostResultAreSentAgain) {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  const Values v = gradient;
+  std::vector<Results> got;
+  {
+    // The first partial and the first result between the hubs are lost.
+    std::atomic<bool> partial_lost{false}, result_lost{false};
+    TwoHubs hubs(job, [&](const proto::Header& h) {
+      if (h.opcode == proto::Opcode::fwd_partial && !partial_lost.exchange(true)) return true;
+      return h.opcode == proto::Opcode::fwd_result && !result_lost.exchange(true);
+    });
+    RackHub &a = hubs.a, &b = hubs.b;
+    got = run_hubs({&a, &b}, 2, v);
+    EXPECT_EQ(hubs.sw.dropped, 2u);
+    const auto ca = a.counters(), cb = b.counters();
+    EXPECT_GE(ca.partials_retransmitted + cb.partials_retransmitted, 2u) << "one for each loss";
+    // The resent partial the home had already counted asked for the result again.
+    EXPECT_GE(ca.duplicates + cb.duplicates, 1u);
+    EXPECT_GE(ca.retransmits_seen + cb.retransmits_seen, 2u);
+    EXPECT_EQ(got[0], model(job, *a.workers, 2, v));
+  }
+  EXPECT_EQ(got[0], got[1]);
+}
+
+// A forward of zeros to `to` from `src_ip`:`src_port`, sealed with the job's secret (its payload altered after if
+// `corrupt`).
+std::vector<std::byte> forward_frame(const RackHub& to, const config::Job& job, proto::Header h, uint32_t src_ip,
+                                     uint16_t src_port, bool corrupt = false) {
+  const std::vector<std::byte> payload(h.elem_count * dtype_bytes(h.dtype));  // zeros
+  proto::FlowAddrs a;
+  a.src_mac = {0x02, 0x48, 0x55, 0x42, 0x00, 0x01};
+  a.dst_mac = to.core_mac();
+  a.src_ip = src_ip;
+  a.dst_ip = hub_ip(to.rack);
+  a.src_port = src_port;
+  a.dst_port = job.port_base;
+  h.job_id = job.id;
+  h.payload_bytes = static_cast<uint16_t>(payload.size());
+  std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
+  EXPECT_TRUE(proto::build_phub_frame(a, h, payload, frame).has_value());
+  const proto::AuthKey key = proto::derive_key(job.secret);
+  auto wire = std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>();
+  proto::seal_fwd(key, proto::fwd_payload_key(key), wire, std::span(frame).subspan(proto::kFrameHeadersBytes));
+  if (corrupt) frame.back() ^= std::byte{1};  // after the MAC was taken: the payload changed on the way
+  proto::refresh_udp_checksum(frame);
+  return frame;
+}
+
+TEST(Hubs, WrongForwardsAreCountedDropsOfTheJob) {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  RackHub a(job, 0, 2, 1);
+  a.start();
+  const proto::Layout& l = a.workers->layout(job, 1);
+  // A chunk homed at hub 0 (rack 1 sends it partials) and one homed at hub 1.
+  auto plan = a.engine->snapshot().jobs[0];
+  uint32_t here = UINT32_MAX, there = UINT32_MAX;
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) (plan->math.hub.homes->home(c) == 0 ? here : there) = c;
+  ASSERT_NE(here, UINT32_MAX);
+  ASSERT_NE(there, UINT32_MAX);
+  auto partial = [&](uint32_t chunk) {
+    proto::Header h;
+    h.opcode = proto::Opcode::fwd_partial;
+    h.rank = 1;
+    h.chunk_id = chunk;
+    h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(chunk), 0));
+    return h;
+  };
+  const uint32_t good_ip = hub_ip(1);
+  const uint16_t good_port = job.port_base;
+  struct Case {
+    engine::Drop drop;
+    std::vector<std::byte> frame;
+  };
+  std::vector<Case> cases;
+  cases.push_back({engine::Drop::fwd_bad_mac, forward_frame(a, job, partial(here), good_ip, good_port, true)});
+  cases.push_back({engine::Drop::fwd_wrong_source, forward_frame(a, job, partial(here), hub_ip(7), good_port)});
+  cases.push_back({engine::Drop::fwd_wrong_source, forward_frame(a, job, partial(here), good_ip, good_port + 1)});
+  proto::Header own = partial(here);
+  own.rank = 0;  // this hub's own rack
+  cases.push_back({engine::Drop::fwd_bad_rack, forward_frame(a, job, own, good_ip, good_port)});
+  cases.push_back({engine::Drop::fwd_not_home, forward_frame(a, job, partial(there), good_ip, good_port)});
+  proto::Header moved = partial(here);
+  moved.elem_offset = 16;  // not where a piece starts
+  cases.push_back({engine::Drop::fwd_bad_piece, forward_frame(a, job, moved, good_ip, good_port)});
+  proto::Header old = partial(here);
+  old.epoch = 3;
+  cases.push_back({engine::Drop::epoch_mismatch, forward_frame(a, job, old, good_ip, good_port)});
+  // A result for a segment hub 0 never forwarded (its ranks have not pushed).
+  proto::Header early;
+  early.opcode = proto::Opcode::fwd_result;
+  early.rank = 0;
+  early.chunk_id = there;
+  early.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(there), 0));
+  cases.push_back({engine::Drop::fwd_stale, forward_frame(a, job, early, good_ip, good_port)});
+
+  std::array<uint64_t, engine::kDropCount> want{};
+  for (const Case& c : cases) {
+    a.core->send_frame(c.frame, 0);
+    ++want[static_cast<size_t>(c.drop)];
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (a.counters().drops != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto got = a.counters();
+  for (size_t d = 0; d < engine::kDropCount; ++d) {
+    EXPECT_EQ(got.drops[d], want[d]) << engine::drop_name(static_cast<engine::Drop>(d));
+  }
+  EXPECT_EQ(got.partials_received, 0u);
+  EXPECT_EQ(got.hub_results_received, 0u);
+  // Per peer: the misplaced piece and the result not due were authentic forwards of hub 1 (it answered);
+  // only the well-formed result counts as received.
+  const auto peer = a.engine->report().jobs[0].hubs.at(0);
+  EXPECT_LT(peer.answer_age_ms, 10000u);
+  EXPECT_EQ(peer.partials_received, 0u);
+  EXPECT_EQ(peer.results_received, 1u);
+}
+
+TEST(Hubs, AWorkerOfAnotherRackIsDroppedAndAPsJobIsRefused) {
+  config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  {
+    RackHub a(job, 0, 2, 1);
+    a.start();
+    push_all(*a.workers, job, {2}, 0, gradient);  // rank 2 is rack 1's
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (a.counters().drops[static_cast<size_t>(engine::Drop::rank_elsewhere)] < segments_of(*a.workers, job) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(a.counters().drops[static_cast<size_t>(engine::Drop::rank_elsewhere)], segments_of(*a.workers, job));
+    EXPECT_EQ(a.counters().pushes, 0u);
+  }
+  job.mode = config::JobMode::ps;
+  EXPECT_THROW(RackHub(job, 0, 2, 1), std::runtime_error);
 }
 
 }  // namespace

@@ -13,6 +13,19 @@
 namespace phub::engine {
 namespace {
 
+// Carves `c` (elems and segments set) from `arena` and points its result buffers at out0 and out1.
+void carve(const JobMath& m, Chunk& c, bool homed, std::vector<std::byte>& arena, std::vector<std::byte>& out0,
+           std::vector<std::byte>& out1) {
+  const ChunkSizes s = chunk_sizes(m, c.elems, c.segments, homed);
+  arena.assign(s.arena_total() + 64, std::byte{0});
+  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(arena.data()) + 63) & ~uintptr_t{63});
+  EXPECT_EQ(carve_chunk(m, c, base), s.arena_total());
+  out0.assign(s.result, std::byte{0});
+  out1.assign(s.result, std::byte{0});
+  c.out[0] = out0.data();
+  c.out[1] = out1.data();
+}
+
 struct TestChunk {
   JobMath m;
   Chunk c;
@@ -31,14 +44,7 @@ struct TestChunk {
     m.segment_elems = seg_elems;
     c.elems = elems;
     c.segments = (elems + seg_elems - 1) / seg_elems;
-    const ChunkSizes s = chunk_sizes(m, elems, c.segments);
-    arena.assign(s.arena_total() + 64, std::byte{0});
-    auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(arena.data()) + 63) & ~uintptr_t{63});
-    EXPECT_EQ(carve_chunk(m, c, base), s.arena_total());
-    out0.assign(s.result, std::byte{0});
-    out1.assign(s.result, std::byte{0});
-    c.out[0] = out0.data();
-    c.out[1] = out1.data();
+    carve(m, c, false, arena, out0, out1);
   }
 
   std::vector<float> seg_payload(uint16_t rank, uint32_t round, uint32_t seg) const {
@@ -335,6 +341,124 @@ TEST(HierarchySum, TheOrderIsDefinedBecauseItMatters) {
   const auto got = two_levels(t, r, *t.m.kernels, 16);
   EXPECT_EQ(got[0], 0.0f);            // (1e8 + 1) + (-1e8 + 1): each partial rounds the 1 away
   EXPECT_EQ(t.out(t.c.cur, 0), 1.0f);  // ((1e8 + 1) - 1e8) + 1, the flat order
+}
+
+
+// A chunk of a hierarchical job: two racks, rack 0 holds ranks {0, 2}, rack 1 ranks {1, 3}; one segment of
+// 32 fp32 elements that travels as two pieces of 16. `home` is the chunk's home rack, `self` this hub's.
+struct HubChunk {
+  std::vector<uint16_t> local;
+  std::vector<uint16_t> rack_of = {0, 1, 0, 1};
+  JobMath m;
+  Chunk c;
+  std::vector<std::byte> arena, out0, out1;
+
+  HubChunk(uint16_t self, uint16_t home, bool deterministic) {
+    for (uint16_t r = 0; r < 4; ++r) {
+      if (rack_of[r] == self) local.push_back(r);
+    }
+    m.kernels = &agg::kernels_for(agg::Isa::scalar);
+    m.workers = 4;
+    m.segment_elems = 32;
+    m.deterministic = deterministic;
+    m.hub.racks = 2;
+    m.hub.my_rack = self;
+    m.hub.local_ranks = local;
+    m.hub.rack_of_rank = rack_of;
+    m.hub.piece_elems = 16;
+    m.hub.pieces_per_segment = 2;
+    m.hub.piece_words = 1;
+    c.elems = 32;
+    c.segments = 1;
+    c.home = home;
+    carve(m, c, home == self, arena, out0, out1);
+  }
+  static std::vector<float> values(uint16_t who, uint32_t n) {
+    std::vector<float> v(n);
+    for (uint32_t i = 0; i < n; ++i) v[i] = 0.1f * static_cast<float>(who + 1) + 0.37f * static_cast<float>(i);
+    return v;
+  }
+  PushResult push(uint16_t rank, uint32_t round = 0) {
+    const auto v = values(rank, 32);
+    return contribute(m, c, rank, round, 0, reinterpret_cast<const std::byte*>(v.data()), 1000);
+  }
+  PushResult partial(uint16_t rack, uint16_t piece, const std::vector<float>& whole, uint32_t round = 0) {
+    return contribute_partial(m, c, rack, round, 0, piece, reinterpret_cast<const std::byte*>(whole.data() + 16 * piece),
+                              1000);
+  }
+  [[nodiscard]] float out(uint32_t i) const {
+    float f;
+    std::memcpy(&f, c.out[c.cur] + 4 * i, 4);
+    return f;
+  }
+};
+
+TEST(HubChunk, ARackHubForwardsOnceItsRanksPushedAndIsDoneOnlyWithTheResult) {
+  HubChunk h(0, 1, false);
+  EXPECT_EQ(h.push(0), PushResult::accepted);
+  EXPECT_EQ(h.push(2), PushResult::rack_complete);
+  EXPECT_TRUE(locally_complete(h.m, h.c, 0));
+  const auto x0 = HubChunk::values(0, 32), x2 = HubChunk::values(2, 32);
+  for (uint32_t i = 0; i < 32; ++i) ASSERT_EQ(forward_source(h.m, h.c)[i], x0[i] + x2[i]) << i;
+  EXPECT_FALSE(segment_done(h.m, h.c, 0));
+  EXPECT_FALSE(round_complete(h.c));
+  EXPECT_EQ(h.push(2), PushResult::duplicate) << "not done before the home's result";
+  EXPECT_EQ(first_missing_rank(h.m, h.c), 1) << "waiting for the home: its rack's first rank";
+
+  std::vector<float> result(32, 7.5f);
+  const auto* bytes = reinterpret_cast<const std::byte*>(result.data());
+  EXPECT_EQ(accept_result(h.m, h.c, 1, 0, bytes), ResultArrival::other_round);
+  EXPECT_EQ(accept_result(h.m, h.c, 0, 0, bytes), ResultArrival::completed);
+  EXPECT_TRUE(segment_done(h.m, h.c, 0));
+  EXPECT_TRUE(round_complete(h.c));
+  EXPECT_EQ(h.out(31), 7.5f);
+  EXPECT_EQ(accept_result(h.m, h.c, 0, 0, bytes), ResultArrival::duplicate);
+  EXPECT_EQ(h.push(0), PushResult::duplicate_complete);
+
+  advance_round(h.m, h.c);
+  EXPECT_FALSE(segment_done(h.m, h.c, 0));
+  EXPECT_EQ(accept_result(h.m, h.c, 1, 0, bytes), ResultArrival::not_forwarded) << "its ranks have not pushed";
+}
+
+TEST(HubChunk, AHomeCountsOnePartialPerRackAndPieceInAnyOrder) {
+  HubChunk h(0, 0, false);
+  const auto p1 = HubChunk::values(9, 32);  // rack 1's partial
+  // A piece before any push starts the sum from zero; a push then adds to it.
+  EXPECT_EQ(h.partial(1, 1, p1), PushResult::accepted);
+  EXPECT_EQ(h.partial(1, 1, p1), PushResult::duplicate);
+  EXPECT_EQ(h.push(2), PushResult::accepted);
+  EXPECT_EQ(h.partial(1, 0, p1), PushResult::accepted);
+  EXPECT_EQ(first_missing_rank(h.m, h.c), 0);
+  EXPECT_EQ(h.push(0), PushResult::segment_complete);
+  const auto x0 = HubChunk::values(0, 32), x2 = HubChunk::values(2, 32);
+  for (uint32_t i = 0; i < 32; ++i) {
+    const float want = i >= 16 ? (p1[i] + x2[i]) + x0[i] : (x2[i] + p1[i]) + x0[i];  // arrival order
+    ASSERT_EQ(h.out(i), want) << i;
+  }
+  EXPECT_TRUE(round_complete(h.c));
+  EXPECT_EQ(h.partial(1, 0, p1), PushResult::duplicate_complete) << "a resent partial asks for the result again";
+  advance_round(h.m, h.c);
+  EXPECT_EQ(h.partial(1, 0, p1, 0), PushResult::previous_round);
+  EXPECT_EQ(h.partial(1, 0, p1, 2), PushResult::ahead);
+}
+
+TEST(HubChunk, ADeterministicHomeAddsTheRacksInOrderWhateverTheArrival) {
+  const auto p1 = HubChunk::values(9, 32);
+  const auto x0 = HubChunk::values(0, 32), x2 = HubChunk::values(2, 32);
+  for (bool partial_first : {true, false}) {
+    HubChunk h(0, 0, true);
+    if (partial_first) {
+      ASSERT_EQ(h.partial(1, 0, p1), PushResult::accepted);
+      ASSERT_EQ(h.partial(1, 1, p1), PushResult::accepted);
+    }
+    ASSERT_EQ(h.push(2), PushResult::accepted);
+    ASSERT_EQ(h.push(0), partial_first ? PushResult::segment_complete : PushResult::accepted);
+    if (!partial_first) {
+      ASSERT_EQ(h.partial(1, 1, p1), PushResult::accepted);
+      ASSERT_EQ(h.partial(1, 0, p1), PushResult::segment_complete);
+    }
+    for (uint32_t i = 0; i < 32; ++i) ASSERT_EQ(h.out(i), (x0[i] + x2[i]) + p1[i]) << i << (partial_first ? " partial first" : "");
+  }
 }
 
 }  // namespace

@@ -150,7 +150,7 @@ TEST(HubPlan, ATwoRackJobSeenFromEachHub) {
   for (const auto& [rack, self, local] : {std::tuple{"rack-a", 0, std::vector<uint16_t>{0, 1}},
                                           std::tuple{"rack-b", 1, std::vector<uint16_t>{2, 3}}}) {
     auto c = hub(rack, self == 0 ? 0xc6121401 : 0xc6121501, {1, 2});
-    c.racks[1].hub_port_base = 43000;
+    if (self == 0) c.racks[1].hub_port_base = 43000;  // the other hub's port base may differ
     const JobPlan plan = plan_of(c);
     auto h = plan_hierarchy(c, plan, 1500);
     ASSERT_TRUE(h.has_value()) << h.error();
@@ -160,7 +160,7 @@ TEST(HubPlan, ATwoRackJobSeenFromEachHub) {
     ASSERT_EQ(h->hubs.size(), 2u);
     EXPECT_EQ(h->hubs[0].ipv4, 0xc6121401u);
     EXPECT_EQ(h->hubs[0].port_base, 42000u);  // hub_port_base 0: the job's
-    EXPECT_EQ(h->hubs[1].port_base, 43000u);
+    EXPECT_EQ(h->hubs[1].port_base, self == 0 ? 43000u : 42000u);
     // bf16 at MTU 1500: segments of 704 elements travel as fp32 partials in two pieces of 352.
     EXPECT_EQ(plan.math.segment_elems, 704u);
     EXPECT_EQ(h->piece_elems, 352u);
@@ -173,6 +173,24 @@ TEST(HubPlan, ATwoRackJobSeenFromEachHub) {
     EXPECT_FALSE(h->homes.homed(0).empty());
     EXPECT_FALSE(h->homes.homed(1).empty());
   }
+}
+
+TEST(HubPlan, AHubMustReceiveForwardsOnTheJobsPortsAndReachEveryPeer) {
+  auto c = hub("rack-b", 0xc6121501, {1});
+  c.racks[1].hub_port_base = 43000;  // its own rack: forwards would come where the job does not listen
+  auto h = plan_hierarchy(c, plan_of(c), 1500);
+  ASSERT_FALSE(h.has_value());
+  EXPECT_NE(h.error().find("racks[2].hub_port_base"), std::string::npos) << h.error();
+  c.racks[1].hub_port_base = 0;
+  c.racks[0].hub_ipv4 = 0x0a000001;  // no port's subnet holds rack-a's hub
+  h = plan_hierarchy(c, plan_of(c), 1500);
+  ASSERT_FALSE(h.has_value());
+  EXPECT_NE(h.error().find("racks[1].hub_ipv4"), std::string::npos) << h.error();
+  c.racks[0].hub_ipv4 = 0xc6121401;
+  c.jobs[0].ranks_by_rack = {{"rack-a", {0, 1, 2, 3}}};  // rack-b holds none
+  h = plan_hierarchy(c, plan_of(c), 1500);
+  ASSERT_FALSE(h.has_value());
+  EXPECT_NE(h.error().find("holds none"), std::string::npos) << h.error();
 }
 
 TEST(HubPlan, AnFp32JobForwardsOnePiecePerSegment) {

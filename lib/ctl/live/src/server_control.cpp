@@ -1,6 +1,7 @@
 // The control commands on a running server (see server_control.hpp).
 #include "phub/ctl/server_control.hpp"
 
+#include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
 #include "phub/ctl/reload.hpp"
 #include "phub/ctl/report_json.hpp"
@@ -84,6 +85,13 @@ Reply ServerControl::job(std::string_view name) {
       out += "drop " + std::string(engine::drop_name(static_cast<engine::Drop>(d))) + " " +
              std::to_string(j.counters.drops[d]) + "\n";
     }
+  }
+  for (const auto& h : j.hubs) {
+    out += "hub " + h.rack + " (" + format_ipv4(h.ipv4) + "): partials_sent " + std::to_string(h.partials_sent) +
+           " partials_retransmitted " + std::to_string(h.partials_retransmitted) + " partials_received " +
+           std::to_string(h.partials_received) + " results_received " + std::to_string(h.results_received) +
+           " last_answer " + (h.answer_age_ms == UINT64_MAX ? std::string("never") : std::to_string(h.answer_age_ms) + " ms ago") +
+           "\n";
   }
   return Reply::success(out);
 }

@@ -9,8 +9,25 @@
 
 #include "phub/agg/kernels.hpp"
 #include "phub/base/dtype.hpp"
+#include "phub/proto/homes.hpp"
 
 namespace phub::engine {
+
+// The most racks a hierarchical job may span (a home adds their partials from one array of pointers).
+inline constexpr uint16_t kMaxRacks = 256;
+
+// A hierarchical job's shape, as the chunk arithmetic needs it (docs/hierarchy.md). Points into the job's
+// HubPlan. racks == 0: a flat job.
+struct HubMath {
+  uint16_t racks = 0;
+  uint16_t my_rack = 0;                   // this hub's rack index
+  std::span<const uint16_t> local_ranks;  // the ranks of this hub's rack, increasing (the summation order)
+  std::span<const uint16_t> rack_of_rank; // by rank
+  const proto::HomeMap* homes = nullptr;  // chunk -> home rack index
+  uint32_t piece_elems = 0;               // elements per fwd_partial piece
+  uint16_t pieces_per_segment = 1;
+  uint16_t piece_words = 0;               // ceil(racks * pieces_per_segment / 64): one segment's (rack, piece) bits
+};
 
 // What every chunk of one job shares (immutable while the job runs).
 struct JobMath {
@@ -25,7 +42,14 @@ struct JobMath {
   uint32_t segment_elems = 352;  // elements per packet
   uint32_t round_modulus = 0;    // 0: rounds wrap at 2^32
   agg::OptimizerParams optimizer;  // ps mode; step and grad_scale are set per update
+  HubMath hub;
 };
+
+[[nodiscard]] constexpr bool hierarchical(const JobMath& m) noexcept { return m.hub.racks != 0; }
+// The ranks that push to this server: every worker, or this rack's on a hierarchical job.
+[[nodiscard]] constexpr uint16_t local_workers(const JobMath& m) noexcept {
+  return hierarchical(m) ? static_cast<uint16_t>(m.hub.local_ranks.size()) : m.workers;
+}
 
 // fp32 allreduce: the running sum is formed in the round's result buffer out[cur] itself, so a chunk
 // has no separate accumulator and a completed segment needs no copy into its result. (Elsewhere the
@@ -48,6 +72,9 @@ struct Chunk {
   uint64_t step = 0;           // ps: optimizer updates applied
   uint64_t first_tsc = 0;      // first contribution of `round` (0: none yet)
   uint64_t stall_reported_tsc = 0;
+  uint16_t home = 0;                 // hierarchical: the rack index of the chunk's home hub
+  uint64_t forward_due_tsc = 0;      // rack hub: when the pieces still unanswered are sent again (0: none)
+  uint64_t forward_backoff_tsc = 0;  // rack hub: the wait before that resend, doubled after each one
 
   float* acc = nullptr;        // elems fp32: the running sum (null where it is kept in out[cur], see sums_in_result)
   float* weights = nullptr;    // ps: elems fp32
@@ -57,6 +84,10 @@ struct Chunk {
   uint64_t* bits = nullptr;      // segments x bitmap_words: who contributed to each segment this round
   uint16_t* counts = nullptr;    // segments: contributions this round
   uint64_t* init_bits = nullptr; // ps: ceil(segments / 64) words: segments initialised
+  uint64_t* done = nullptr;        // hierarchical: ceil(segments / 64) words: segments whose result is in out[cur]
+  uint64_t* piece_bits = nullptr;  // home: segments x piece_words: the (rack, piece) partials counted this round
+  uint16_t* piece_counts = nullptr;  // home: segments: partial pieces counted this round
+  float* partials = nullptr;       // home, deterministic: racks x elems fp32: each rack's partial, staged
   std::byte* out[2] = {nullptr, nullptr};  // results in out_dtype (result buffers, see ResultPool)
   void* out_handle[2] = {nullptr, nullptr};  // the owner's handle for each result buffer
 };
@@ -64,20 +95,32 @@ struct Chunk {
 // Bytes of each per-chunk array, for arena carving and the memory formula.
 struct ChunkSizes {
   size_t acc = 0, weights = 0, moment1 = 0, moment2 = 0, staging = 0, bits = 0, counts = 0, init_bits = 0;
+  size_t done = 0, piece_bits = 0, piece_counts = 0, partials = 0;  // hierarchical jobs
   size_t result = 0;  // one result buffer
   [[nodiscard]] size_t arena_total() const noexcept {
-    return acc + weights + moment1 + moment2 + staging + bits + counts + init_bits;
+    return acc + weights + moment1 + moment2 + staging + bits + counts + init_bits + done + piece_bits +
+           piece_counts + partials;
   }
 };
 
-[[nodiscard]] ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments) noexcept;
+// Whether this hub is the home of chunk `id` (never on a flat job).
+[[nodiscard]] inline bool homed_here(const JobMath& m, uint32_t id) noexcept {
+  return m.hub.racks != 0 && m.hub.homes->home(id) == m.hub.my_rack;
+}
 
-// Carve a chunk's arrays from `arena` (64-byte aligned pieces, zeroed by the caller). Returns the bytes used.
+// `homed`: this hub is the chunk's home (homed_here), which stages the racks' partials.
+[[nodiscard]] ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments, bool homed) noexcept;
+
+// Carve a chunk's arrays from `arena` (64-byte aligned pieces, zeroed by the caller), c.home already set.
+// Returns the bytes used.
 size_t carve_chunk(const JobMath& m, Chunk& c, std::byte* arena) noexcept;
 
 enum class PushResult : uint8_t {
   accepted,            // counted; segment not complete yet
-  segment_complete,    // counted and it completed the segment: send out[cur] segment to every worker
+  segment_complete,    // counted and it completed the segment: send out[cur] segment to every worker (and, at a
+                       // home, to every other rack's hub)
+  rack_complete,       // hierarchical, homed elsewhere: counted, and this rack's partial of the segment is ready
+                       // in forward_source(): send its pieces to the home
   duplicate,           // already counted this round; nothing to send
   duplicate_complete,  // already counted and the segment is complete: resend out[cur] segment to the sender
   previous_round,      // a push for the previous round: resend out[cur ^ 1] segment to the sender
@@ -96,6 +139,30 @@ enum class PushResult : uint8_t {
 // `round`. On segment_complete the segment's result is already in out[cur].
 [[nodiscard]] PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round, uint32_t seg,
                                     const std::byte* payload, uint64_t now_tsc) noexcept;
+
+// The home counts one rack's fp32 partial of piece `piece` of segment `seg` towards `round` (payload: the
+// piece's elements). The same answers as contribute (rack_complete excepted).
+[[nodiscard]] PushResult contribute_partial(const JobMath& m, Chunk& c, uint16_t rack, uint32_t round, uint32_t seg,
+                                            uint16_t piece, const std::byte* payload, uint64_t now_tsc) noexcept;
+
+enum class ResultArrival : uint8_t {
+  completed,      // written into out[cur]: the segment is done; send it to this rack's workers
+  duplicate,      // the segment already has its result
+  other_round,    // not the chunk's current round
+  not_forwarded,  // this rack has not completed (so not forwarded) the segment: no result can be due
+};
+// A rack hub takes the home's result of segment `seg` (payload: the segment in out_dtype) for `round`.
+[[nodiscard]] ResultArrival accept_result(const JobMath& m, Chunk& c, uint32_t round, uint32_t seg,
+                                          const std::byte* payload) noexcept;
+
+// Hierarchical: whether this rack's ranks all contributed to segment `seg` (its partial is complete).
+[[nodiscard]] inline bool locally_complete(const JobMath& m, const Chunk& c, uint32_t seg) noexcept {
+  return c.counts[seg] == local_workers(m);
+}
+// A rack hub's partial, where forwards are sent from: out[cur] (sums_in_result) or the accumulator.
+[[nodiscard]] inline const float* forward_source(const JobMath& m, const Chunk& c) noexcept {
+  return sums_in_result(m) ? reinterpret_cast<const float*>(c.out[c.cur]) : c.acc;
+}
 
 // True when every segment of the current round is complete: the caller must then call advance_round.
 [[nodiscard]] inline bool round_complete(const Chunk& c) noexcept { return c.segs_done == c.segments; }
@@ -126,10 +193,16 @@ void rack_partial(const JobMath& m, const Chunk& c, std::span<const uint16_t> ra
 void sum_partials(const agg::Kernels& k, std::span<const float* const> partials, uint32_t n, float* dst) noexcept;
 
 // Whether `rank` contributed to segment `seg` this round, and the first rank missing from any segment
-// (workers if none).
+// (workers if none). On a hierarchical job: the first of this rack's ranks missing, else the first rank of
+// a rack whose partial is missing (at the home) or of the home's rack (waiting for its result).
 [[nodiscard]] bool contributed(const JobMath& m, const Chunk& c, uint32_t seg, uint16_t rank) noexcept;
 [[nodiscard]] uint16_t first_missing_rank(const JobMath& m, const Chunk& c) noexcept;
 [[nodiscard]] bool segment_done(const JobMath& m, const Chunk& c, uint32_t seg) noexcept;
+
+// Pieces of segment `seg` (docs/hierarchy.md, "Pieces"), and the chunk element offset and count of one.
+[[nodiscard]] uint16_t pieces_of(const JobMath& m, const Chunk& c, uint32_t seg) noexcept;
+[[nodiscard]] uint32_t piece_offset(const JobMath& m, uint32_t seg, uint16_t piece) noexcept;
+[[nodiscard]] uint32_t piece_elems(const JobMath& m, const Chunk& c, uint32_t seg, uint16_t piece) noexcept;
 
 // Element offset and count of segment `seg`.
 [[nodiscard]] inline uint32_t segment_offset(const JobMath& m, uint32_t seg) noexcept { return seg * m.segment_elems; }

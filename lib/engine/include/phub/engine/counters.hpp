@@ -48,7 +48,15 @@ namespace phub::engine {
   X(tx_full, "the transmit queue stayed full")                                                              \
   X(no_mbuf, "mempool empty when building a reply")                                         \
   X(unproven_limit, "a message not sent: its address has not proven it receives there (no cookie) and "      \
-                    "has not sent as many bytes as the message has")
+                    "has not sent as many bytes as the message has")                                                  \
+  X(rank_elsewhere, "hierarchical job: a packet of a rank that ranks_by_rack puts in another rack")          \
+  X(fwd_bad_mac, "hub forward: the payload MAC (or the tag under it) is wrong")                              \
+  X(fwd_bad_rack, "hub forward: rank is not another rack's index (partial) or not this hub's (result)")      \
+  X(fwd_wrong_source, "hub forward: not from the sending rack's hub_ipv4 and its UDP port for the lcore")    \
+  X(fwd_not_home, "hub forward: a partial for a chunk homed elsewhere, or a result for one homed here")      \
+  X(fwd_bad_piece, "hub forward: the element range is not a piece (partial) or segment (result) of the chunk") \
+  X(fwd_stale, "hub result for another round, or for a segment this rack has not forwarded")                \
+  X(hub_unresolved, "a forward not sent: the peer hub's MAC address is not known yet (ARP asked)")
 
 enum class Drop : uint8_t {
 #define PHUB_X(name, help) name,
@@ -104,6 +112,12 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(checkpoint_chunks_copied, "chunk states copied for a checkpoint at their round boundary")   \
   X(checkpoints_written, "checkpoint files written (by the control thread; in lcore index 0's row)") \
   X(checkpoints_failed, "checkpoints that failed: no boundary reached, a new epoch, or the write (control thread)") \
+  X(partials_sent, "hierarchical: fwd_partial pieces sent to chunks' home hubs, retransmits included")   \
+  X(partials_retransmitted, "hierarchical: fwd_partial pieces sent again, no fwd_result within the backoff") \
+  X(partials_received, "hierarchical: other racks' partial pieces counted at this home")                    \
+  X(forwards_copied, "hierarchical: forwards whose payload was copied (sum not in a result buffer, or the port cannot chain)") \
+  X(hub_results_sent, "hierarchical: fwd_result segments sent to other racks' hubs, resends included")      \
+  X(hub_results_received, "hierarchical: fwd_result segments from home hubs that completed a segment here") \
   X(round_latency_sum_ns, "sum of the completed rounds' latencies, first push to last result")
 
 // Round latency histogram: a round's time from its first contribution to its completion. Upper bounds in

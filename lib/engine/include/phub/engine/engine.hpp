@@ -46,6 +46,14 @@ struct CounterReport {
     bool draining = false;       // on any lcore
     uint64_t open_rounds = 0;
     JobCounters counters;        // summed over lcores
+    // Hierarchical jobs: each other rack's hub, as this hub's lcores saw it (docs/hierarchy.md).
+    struct HubPeer {
+      std::string rack;
+      uint32_t ipv4 = 0;
+      uint64_t partials_sent = 0, partials_retransmitted = 0, partials_received = 0, results_received = 0;
+      uint64_t answer_age_ms = UINT64_MAX;  // since its last verified forward (UINT64_MAX: never)
+    };
+    std::vector<HubPeer> hubs;
   };
   struct Port {
     std::string name;
@@ -89,8 +97,12 @@ struct CheckpointWritten {
   size_t pruned = 0;         // older files removed (checkpoint.keep)
 };
 
-// What a config asks for that this server does not do yet, as an error naming the fields; nullopt when
-// it can run the config as written. phub-server --check and Engine::create both refuse such a config.
+// What a config asks for that the engine cannot run, as an error naming the fields; nullopt when it can.
+// Engine::create refuses such a config.
+[[nodiscard]] std::optional<std::string> engine_unsupported(const config::Config& cfg);
+// What phub-server refuses (--check and start): engine_unsupported, and racks as a whole: the engine runs
+// a hierarchical job's forwarding (docs/hierarchy.md), but workers' joins and epochs do not cross hubs yet,
+// so the workers of any rack without rank 0 would wait for its join forever.
 [[nodiscard]] std::optional<std::string> unsupported_settings(const config::Config& cfg);
 
 class Engine {

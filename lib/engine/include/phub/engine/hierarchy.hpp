@@ -40,6 +40,7 @@ struct HubPlan {
   struct Hub {
     uint32_t ipv4 = 0;        // racks[].hub_ipv4 (host order)
     uint16_t port_base = 0;   // the job's UDP port base at that hub (racks[].hub_port_base, 0: the job's)
+    uint16_t port = 0;        // index of this server's port whose subnet holds ipv4 (where forwards to it go)
   };
   uint16_t my_rack = 0;                 // this hub's rack index (position in racks)
   std::vector<Hub> hubs;                // by rack index
@@ -54,8 +55,14 @@ struct HubPlan {
 
 // The hierarchy of `plan`'s job on a hub running `cfg` whose ports have the IP MTU `mtu`. Refuses, naming
 // the field, a job that cannot be hierarchical: no secret (forwards must be authenticated), or sharded.
-// `cfg` has racks (a flat config has no hierarchy to plan).
+// `cfg` has racks (a flat config has no hierarchy to plan). Also refuses a peer hub no port's subnet holds
+// (forwards are sent to the hub's own address, never through a router), and a hub_port_base of this
+// hub's own rack other than the job's port_base (this hub receives forwards on the job's ports).
 [[nodiscard]] Expected<HubPlan, std::string> plan_hierarchy(const config::Config& cfg, const JobPlan& plan,
                                                             uint16_t mtu);
+
+// Makes `plan` hierarchical: plan.hub, the chunk arithmetic's view of it (plan.math), and the memory
+// estimate with the home's per-rack staging. Refuses a job the estimate puts over its quota.
+[[nodiscard]] Expected<void, std::string> attach_hierarchy(JobPlan& plan, HubPlan hub);
 
 }  // namespace phub::engine

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "phub/agg/kernels.hpp"
@@ -15,6 +16,8 @@
 #include "phub/proto/layout.hpp"
 
 namespace phub::engine {
+
+struct HubPlan;  // hierarchy.hpp
 
 struct JobPlan {
   config::Job cfg;
@@ -29,12 +32,18 @@ struct JobPlan {
   uint16_t first_owner = 0;    // layout owner of this server's lcore 0 (sharded jobs: shard_index * lcores)
   uint64_t rate_per_lcore_pps = 0;
   JobMemory memory;            // the admission estimate
+  // A hierarchical job's place in the racks (docs/hierarchy.md); null for a flat job. Shared by the copies
+  // of the plan: math.hub points into it.
+  std::shared_ptr<const HubPlan> hub;
 };
 
 // The plan of `job` for `lcores` lcores (times the job's shards: the layout's owners) and an IP MTU of
 // `mtu`. Refuses a job over its quota.
 [[nodiscard]] Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores, uint16_t mtu,
                                                       const agg::Kernels& kernels);
+
+// Refuses, with the message admission gives, a plan whose memory estimate is over the job's quota.
+[[nodiscard]] Expected<void, std::string> check_quota(const JobPlan& plan);
 
 // "job 'name' (id N)", for messages.
 [[nodiscard]] std::string job_label(const config::Job& j);

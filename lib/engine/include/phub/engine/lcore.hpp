@@ -146,6 +146,31 @@ class Lcore {
   bool deferred(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
   void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
 
+  // Hub forwards of hierarchical jobs (forward.cpp, docs/hierarchy.md).
+  // A fwd_partial or fwd_result whose header tag passed: checked (payload MAC, rack, source, epoch,
+  // chunk, piece), each wrong packet a counted drop, then counted into the chunk's round.
+  void on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  void on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, uint16_t piece) noexcept;
+  void on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
+  // Segment `seg` of the current round has its result in out[cur]: to this rack's workers, and from a home
+  // to every other rack's hub.
+  void complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
+  // This rack's partial of segment `seg`, its pieces to the chunk's home; arms the resend deadline.
+  void send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, bool retransmit) noexcept;
+  // The result segment `seg` of out[buf], labelled `round`, to the hub of `rack`.
+  void send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+                       uint16_t rack) noexcept;
+  // One forward to the hub of `rack`: the header `h` and `h.payload_bytes` from `payload`, sealed with
+  // the payload MAC. Zero-copy when `from` is the result buffer `payload` lies in and the port can chain.
+  void transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
+                        const std::byte* payload) noexcept;
+  // Whether the hub of `rack` has a known MAC (copied into its Peer); asks ARP for it otherwise.
+  bool resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcept;
+  // A hub's MAC seen in an ARP packet from `ip`: stored for every hierarchical job that has a hub there.
+  void learn_hub_mac(const Snapshot& s, uint32_t ip, const MacAddr& mac) noexcept;
+  // The stall scan's part for a rack hub: pieces still unanswered at their deadline are sent again.
+  void resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_t now) noexcept;
+
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
   rte_mbuf* start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept;
   // The same into a given mbuf (freed on failure).

@@ -6,6 +6,7 @@
 #include <rte_ring.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,6 +52,16 @@ struct ResultBuf {
   rte_ring* home;  // spares ring of the owning LcoreJob: where the buffer goes when its last user frees it
 };
 
+// What one lcore saw of one peer hub of a hierarchical job (docs/hierarchy.md, "Reachability"). Written by
+// the lcore (bump), read by the control thread (load).
+struct HubPeerCounters {
+  uint64_t partials_sent = 0;           // pieces sent to it as the chunks' home, resends included
+  uint64_t partials_retransmitted = 0;  // of those, resends
+  uint64_t partials_received = 0;       // verified pieces from it that fit a chunk homed here
+  uint64_t results_received = 0;        // verified fwd_results from it that fit a segment of its chunk
+  uint64_t last_answer_tsc = 0;         // TSC of its last verified forward of the job's epoch (0: none yet)
+};
+
 // The chunks (and their memory) that one lcore owns for one job. Created by the control thread on the
 // lcore's NUMA socket before the lcore can see it; afterwards only that lcore touches it, except for the
 // counters and gauges, which the control thread reads.
@@ -66,6 +77,15 @@ class LcoreJob {
   [[nodiscard]] uint32_t chunk_count() const noexcept { return chunk_count_; }
   [[nodiscard]] Peer& peer(uint16_t rank) noexcept { return peers_[rank]; }
   [[nodiscard]] uint16_t workers() const noexcept { return workers_; }
+
+  // Hierarchical jobs: where this lcore sends forwards to each rack's hub (by rack index; its own unused).
+  // The MAC comes from the job's shared table of hub MACs (hub_mac), learned by any lcore from ARP or a
+  // verified forward.
+  [[nodiscard]] Peer& hub_peer(uint16_t rack) noexcept { return hub_peers_[rack]; }
+  // The job's shared table, one entry per rack: 0, or the MAC in the low 48 bits with bit 63 set.
+  std::atomic<uint64_t>* hub_mac = nullptr;
+  std::vector<uint64_t> hub_arp_tsc;  // by rack: when this lcore last asked ARP for the hub (0: never)
+  std::vector<HubPeerCounters> hub_counters;  // by rack
 
   // The result buffer behind out[i] of a chunk.
   [[nodiscard]] static ResultBuf* buf(const Chunk& c, int i) noexcept { return static_cast<ResultBuf*>(c.out_handle[i]); }
@@ -111,6 +131,7 @@ class LcoreJob {
   uint32_t chunk_count_ = 0;
   Peer* peers_ = nullptr;
   uint16_t workers_ = 0;
+  std::vector<Peer> hub_peers_;
   std::byte* arena_ = nullptr;
   std::byte* result_block_ = nullptr;
   uint32_t result_objects_ = 0;

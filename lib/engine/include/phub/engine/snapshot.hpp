@@ -34,6 +34,8 @@ struct PortInfo {
 struct JobRuntime {
   uint32_t id = 0;
   std::vector<std::unique_ptr<LcoreJob>> lcores;  // by lcore index
+  // Hierarchical jobs: the MAC of each rack's hub, shared by the lcores (see LcoreJob::hub_mac).
+  std::unique_ptr<std::atomic<uint64_t>[]> hub_macs;
 
   [[nodiscard]] uint64_t transmits_in_flight() const noexcept;
   [[nodiscard]] uint64_t open_rounds() const noexcept;  // chunks with a round in progress, over the lcores

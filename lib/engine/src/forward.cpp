@@ -1,0 +1,302 @@
+// Hub forwards of hierarchical jobs (docs/hierarchy.md): a rack hub sends its rack's partial of a segment
+// to the chunk's home hub and resends it until the home's result comes back; the home counts one partial
+// per (rack, piece), completes the segment and sends its result to every rack's hub. All on the lcore
+// that owns the chunk on every hub.
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "messages.hpp"
+#include "phub/base/mac.hpp"
+#include "phub/drivers/arp_mbuf.hpp"
+#include "phub/engine/hierarchy.hpp"
+#include "phub/engine/lcore.hpp"
+#include "phub/proto/arp_icmp.hpp"
+#include "phub/proto/auth.hpp"
+#include "rx_frame.hpp"
+
+namespace phub::engine {
+namespace {
+
+// The wait for a home's result before a rack hub sends its pieces again, doubled after every resend up to
+// the cap. Fixed: the round trip between hubs is a few hundred microseconds at most on a healthy core.
+constexpr uint64_t kFirstResendUs = 2000;
+constexpr uint64_t kMaxResendUs = 256000;
+// The least time between two ARP requests of one lcore for one hub.
+constexpr uint64_t kArpIntervalUs = 10000;
+
+constexpr uint64_t kMacKnown = uint64_t{1} << 63;
+
+uint64_t pack_mac(const MacAddr& mac) noexcept {
+  uint64_t v = 0;
+  for (uint8_t b : mac) v = v << 8 | b;
+  return v | kMacKnown;
+}
+
+MacAddr unpack_mac(uint64_t v) noexcept {
+  MacAddr mac{};
+  for (int i = 5; i >= 0; --i, v >>= 8) mac[static_cast<size_t>(i)] = static_cast<uint8_t>(v);
+  return mac;
+}
+
+}  // namespace
+
+void Lcore::learn_hub_mac(const Snapshot& s, uint32_t ip, const MacAddr& mac) noexcept {
+  if ((mac[0] & 0x01) != 0) return;  // never a group address
+  for (size_t j = 0; j < s.jobs.size(); ++j) {
+    const JobPlan& plan = *s.jobs[j];
+    if (plan.hub == nullptr) continue;
+    for (size_t r = 0; r < plan.hub->hubs.size(); ++r) {
+      if (r != plan.hub->my_rack && plan.hub->hubs[r].ipv4 == ip) {
+        s.runtimes[j]->hub_macs[r].store(pack_mac(mac), std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
+bool Lcore::resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcept {
+  Peer& hub = lj.hub_peer(rack);
+  const uint64_t known = lj.hub_mac[rack].load(std::memory_order_relaxed);
+  if (known != 0) {
+    const MacAddr mac = unpack_mac(known);
+    if (!hub.known || !mac_equal(mac, hub.mac)) {
+      hub.mac = mac;
+      hub.known = true;
+      hub.l234_generation = 0;  // the cached headers name the old MAC
+    }
+    return true;
+  }
+  uint64_t& asked = lj.hub_arp_tsc[rack];
+  if (asked != 0 && now_tsc_ - asked < hz_ / 1'000'000 * kArpIntervalUs) return false;
+  asked = now_tsc_ | 1;
+  const PortInfo& pi = snap_->ports[hub.port];
+  rte_mbuf* m = rte_pktmbuf_alloc(r_.hdr_pool);
+  if (m == nullptr) return false;
+  auto* p = rte_pktmbuf_append(m, proto::kArpFrameBytes);
+  if (p == nullptr) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  (void)proto::build_arp_request(pi.mac, pi.ipv4, plan.hub->hubs[rack].ipv4,
+                                 std::span<std::byte, proto::kArpFrameBytes>(reinterpret_cast<std::byte*>(p),
+                                                                             proto::kArpFrameBytes));
+  tx_[hub.port].add(m, counters_);
+  return false;
+}
+
+void Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
+                             const std::byte* payload) noexcept {
+  if (!resolve_hub(plan, lj, rack)) return count_drop(lj, Drop::hub_unresolved);
+  Peer& hub = lj.hub_peer(rack);
+  const bool chain = from != nullptr && snap_->ports[hub.port].zero_copy_tx;
+  rte_mbuf* m = rte_pktmbuf_alloc(chain ? r_.hdr_pool : r_.copy_pool);
+  rte_mbuf* ext = chain ? rte_pktmbuf_alloc(r_.ext_pool) : nullptr;
+  if (m == nullptr || (chain && ext == nullptr)) {
+    rte_pktmbuf_free(m);
+    rte_pktmbuf_free(ext);
+    return count_drop(lj, Drop::no_mbuf);
+  }
+  std::byte* p = write_l234(m, plan, lj, hub, proto::kHeaderBytes + h.payload_bytes);
+  if (p == nullptr) {
+    rte_pktmbuf_free(ext);
+    return;
+  }
+  h.seq = seq_++;
+  auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
+  proto::write_header(h, wire);
+  proto::seal_fwd(plan.key, plan.hub->payload_key, wire, std::span(payload, h.payload_bytes));
+  if (chain) {
+    rte_mbuf_ext_refcnt_update(&from->shinfo, 1);
+    attach_result(ext, from, static_cast<size_t>(payload - from->data), h.payload_bytes);
+    chain_payload(m, ext);
+  } else {
+    auto* dst = rte_pktmbuf_append(m, h.payload_bytes);
+    if (dst == nullptr) {
+      rte_pktmbuf_free(m);
+      return count_drop(lj, Drop::no_mbuf);
+    }
+    std::memcpy(dst, payload, h.payload_bytes);
+    bump(lj.counters.forwards_copied);
+  }
+  tx_[hub.port].add(m, counters_);
+}
+
+void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, bool retransmit) noexcept {
+  const JobMath& m = plan.math;
+  // The fp32 sum lives in out[cur] (fp32 allreduce): pieces point into it. Else it is the accumulator.
+  ResultBuf* from = sums_in_result(m) ? LcoreJob::buf(c, c.cur) : nullptr;
+  const float* sum = forward_source(m, c);
+  for (uint16_t piece = 0; piece < pieces_of(m, c, seg); ++piece) {
+    const uint32_t n = piece_elems(m, c, seg, piece);
+    proto::Header h;
+    h.opcode = proto::Opcode::fwd_partial;
+    h.flags = retransmit ? proto::flag::retransmit : 0;
+    h.dtype = Dtype::fp32;
+    h.job_id = plan.cfg.id;
+    h.rank = m.hub.my_rack;
+    h.payload_bytes = static_cast<uint16_t>(n * sizeof(float));
+    h.round = c.round;
+    h.chunk_id = c.id;
+    h.elem_offset = piece_offset(m, seg, piece);
+    h.elem_count = static_cast<uint16_t>(n);
+    h.epoch = lj.epoch;
+    transmit_forward(plan, lj, c.home, h, from, reinterpret_cast<const std::byte*>(sum + h.elem_offset));
+    bump(lj.counters.partials_sent);
+    bump(lj.hub_counters[c.home].partials_sent);
+    if (retransmit) {
+      bump(lj.counters.partials_retransmitted);
+      bump(lj.hub_counters[c.home].partials_retransmitted);
+    }
+  }
+  if (c.forward_due_tsc == 0) {
+    c.forward_backoff_tsc = hz_ / 1'000'000 * kFirstResendUs;
+    c.forward_due_tsc = now_tsc_ + c.forward_backoff_tsc;
+  }
+}
+
+void Lcore::send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+                            uint16_t rack) noexcept {
+  proto::Header h = result_header(plan, c, round, seg, rack, lj.epoch);
+  h.opcode = proto::Opcode::fwd_result;
+  const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
+  transmit_forward(plan, lj, rack, h, LcoreJob::buf(c, buf), c.out[buf] + off_bytes);
+  bump(lj.counters.hub_results_sent);
+}
+
+void Lcore::complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
+  bump(lj.counters.segments_completed);
+  send_segment_to_all(plan, lj, c, seg);
+  const JobMath& m = plan.math;
+  if (hierarchical(m) && c.home == m.hub.my_rack) {
+    for (uint16_t rack = 0; rack < m.hub.racks; ++rack) {
+      if (rack != m.hub.my_rack) send_hub_result(plan, lj, c, c.cur, c.round, seg, rack);
+    }
+  }
+  if (round_complete(c)) finish_round(plan, lj, c);
+}
+
+void Lcore::resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_t now) noexcept {
+  const JobMath& m = plan.math;
+  bool waiting = false;
+  for (uint32_t seg = 0; seg < c.segments; ++seg) {
+    if (!locally_complete(m, c, seg) || segment_done(m, c, seg)) continue;
+    waiting = true;
+    send_partial(plan, lj, c, seg, true);
+  }
+  if (!waiting) {
+    c.forward_due_tsc = 0;
+    return;
+  }
+  c.forward_backoff_tsc = std::min(c.forward_backoff_tsc * 2, hz_ / 1'000'000 * kMaxResendUs);
+  c.forward_due_tsc = now + c.forward_backoff_tsc;
+}
+
+void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+  const HubPlan& hub = *plan.hub;
+  const JobMath& m = plan.math;
+  const proto::Header& h = rx.hdr;
+  if (!proto::verify_fwd(plan.key, hub.payload_key, rx.msg.first<proto::kHeaderBytes>(), rx.payload)) {
+    return count_drop(lj, Drop::fwd_bad_mac);
+  }
+  const bool partial = h.opcode == proto::Opcode::fwd_partial;
+  // A partial names its sending rack; a result names the rack it is addressed to (this one).
+  if (partial ? (h.rank >= m.hub.racks || h.rank == m.hub.my_rack) : h.rank != m.hub.my_rack) {
+    return count_drop(lj, Drop::fwd_bad_rack);
+  }
+  if (h.chunk_id >= plan.layout.chunk_count()) return count_drop(lj, Drop::bad_chunk);
+  const proto::ChunkInfo& ci = plan.layout.chunk(h.chunk_id);
+  if (ci.owner != plan.first_owner + r_.index) return count_drop(lj, Drop::wrong_owner);
+  const uint16_t home = m.hub.homes->home(h.chunk_id);
+  if (partial ? home != m.hub.my_rack : home == m.hub.my_rack) return count_drop(lj, Drop::fwd_not_home);
+  const uint16_t from = partial ? h.rank : home;
+  const HubPlan::Hub& sender = hub.hubs[from];
+  if (rx.ip.src != sender.ipv4 || rx.udp.src_port != sender.port_base + r_.index) {
+    return count_drop(lj, Drop::fwd_wrong_source);
+  }
+  if (h.epoch != lj.epoch) return count_drop(lj, Drop::epoch_mismatch);
+  // Verified, from the hub's address: its MAC is where forwards to it go, and it answered now.
+  lj.hub_mac[from].store(pack_mac(rx.l2.src), std::memory_order_relaxed);
+  HubPeerCounters& peer = lj.hub_counters[from];
+  __atomic_store_n(&peer.last_answer_tsc, now_tsc_, __ATOMIC_RELAXED);
+  if ((h.flags & proto::flag::retransmit) != 0) bump(lj.counters.retransmits_seen);
+
+  Chunk& c = lj.chunk(ci.local_index);
+  const uint32_t seg = h.elem_offset / m.segment_elems;
+  const uint32_t in_seg = h.elem_offset % m.segment_elems;
+  if (seg >= c.segments) return count_drop(lj, Drop::fwd_bad_piece);
+  if (partial) {
+    const auto piece = static_cast<uint16_t>(in_seg / m.hub.piece_elems);
+    if (in_seg % m.hub.piece_elems != 0 || piece >= pieces_of(m, c, seg) || h.elem_count != piece_elems(m, c, seg, piece)) {
+      return count_drop(lj, Drop::fwd_bad_piece);
+    }
+    bump(peer.partials_received);
+    return on_partial(rx, plan, lj, c, seg, piece);
+  }
+  if (in_seg != 0 || h.elem_count != segment_elems(m, c, seg)) return count_drop(lj, Drop::fwd_bad_piece);
+  if (h.dtype != m.out_dtype) return count_drop(lj, Drop::dtype_mismatch);
+  bump(peer.results_received);
+  on_hub_result(rx, plan, lj, c, seg);
+}
+
+void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, uint16_t piece) noexcept {
+  const proto::Header& h = rx.hdr;
+  if (deferred(rx, plan, lj, c)) return;
+  if (lj.capture != nullptr) capture_chunk(plan, lj, c);  // before the next round can change its state
+  const bool opens_round = c.first_tsc == 0;
+  const PushResult result = contribute_partial(plan.math, c, h.rank, h.round, seg, piece, rx.payload.data(), now_tsc_);
+  if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
+  switch (result) {
+    case PushResult::accepted:
+    case PushResult::rack_complete:  // (a partial never completes a rack's own part)
+      bump(lj.counters.partials_received);
+      break;
+    case PushResult::segment_complete:
+      bump(lj.counters.partials_received);
+      complete_segment(plan, lj, c, seg);
+      break;
+    case PushResult::duplicate:
+      bump(lj.counters.duplicates);
+      break;
+    case PushResult::duplicate_complete:  // the rack hub lost the result: its resent partial asks again
+      bump(lj.counters.duplicates);
+      send_hub_result(plan, lj, c, c.cur, c.round, seg, h.rank);
+      break;
+    case PushResult::previous_round:
+      bump(lj.counters.duplicates);
+      send_hub_result(plan, lj, c, c.cur ^ 1, h.round, seg, h.rank);
+      break;
+    case PushResult::ahead:
+      count_drop(lj, Drop::round_ahead);
+      break;
+    case PushResult::behind:
+      count_drop(lj, Drop::round_behind);
+      break;
+    case PushResult::not_initialized:
+      count_drop(lj, Drop::not_initialized);
+      break;
+    case PushResult::bad_round:
+      count_drop(lj, Drop::bad_request);
+      break;
+  }
+}
+
+void Lcore::on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
+  if (deferred(rx, plan, lj, c)) return;
+  if (lj.capture != nullptr) capture_chunk(plan, lj, c);
+  switch (accept_result(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
+    case ResultArrival::completed:
+      bump(lj.counters.hub_results_received);
+      complete_segment(plan, lj, c, seg);
+      break;
+    case ResultArrival::duplicate:
+      bump(lj.counters.duplicates);
+      break;
+    case ResultArrival::other_round:
+    case ResultArrival::not_forwarded:
+      count_drop(lj, Drop::fwd_stale);
+      break;
+  }
+}
+
+}  // namespace phub::engine
