@@ -467,7 +467,7 @@ std::vector<std::byte> forward_frame(const RackHub& to, const config::Job& job, 
   h.payload_bytes = static_cast<uint16_t>(payload.size());
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
   EXPECT_TRUE(proto::build_phub_frame(a, h, payload, frame).has_value());
-  const proto::AuthKey key = proto::derive_key(job.secret);
+  const proto::AuthKey key = proto::derive_key(job.secret, job.id);
   auto wire = std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>();
   proto::seal_fwd(key, proto::fwd_payload_key(key), wire, std::span(frame).subspan(proto::kFrameHeadersBytes));
   if (corrupt) frame.back() ^= std::byte{1};  // after the MAC was taken: the payload changed on the way
