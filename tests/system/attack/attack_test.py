@@ -13,7 +13,8 @@ observed, bytes out per byte in where it means something, and the counter that r
 - A phub-probe agent asked, without its token, to flood an address outside any run (refused, nothing sent).
 - With the bridge flooding every frame (the attacker sees the segment, tests/system/attack/segment.py):
   forged `error` packets to the workers of a job with a secret, and a recorded genuine error replayed (the
-  clients' counters bad_tag, errors, stale); an attacker on worker 0's path altering pushes, with and
+  clients' counters bad_tag, errors, stale); a genuine `epoch_mismatch` of an earlier run sent to the
+  workers of a later one (it ends them: open); an attacker on worker 0's path altering pushes, with and
   without the `crc` flag, and with a change that keeps the CRC32C (the workers verify every element).
 Beside the attacks, real phub-demo-worker ranks verify every element and must finish correctly, except
 where the row states that the attack works today (docs/security.md, "Known attacks that work today").
@@ -82,14 +83,17 @@ def on_segment(net, name, port, job_id, seconds, *extra, target=phubnet.SERVER_I
     """segment.py ATTACK in the attacker's namespace, not waited for."""
     argv = ["timeout", "60", sys.executable, os.path.join(HERE, "segment.py"), name, target, str(port),
             str(job_id), "--seconds", str(seconds)] + list(extra)
-    return net.popen(ATTACKER_NS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = net.popen(ATTACKER_NS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.stdout.readline().strip() != "ready":  # its socket is open (bounded by its `timeout`)
+        raise RuntimeError("segment.py %s did not start: %s" % (name, p.communicate(timeout=90)[1][-500:]))
+    return p
 
 
 def outcome(p, name):
     out, err = p.communicate(timeout=90)
     if p.returncode != 0:
         raise RuntimeError("segment.py %s: exit %d: %s" % (name, p.returncode, err[-500:]))
-    return json.loads(out)
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def in_bridge(net, *argv):
@@ -264,7 +268,7 @@ def main():
         time.sleep(0.3)
         args = ["--seconds", "3", "--timeout-ms", "20000"]
         procs = [start_rank(net, "errspoof", 0, 0, args)]
-        time.sleep(0.6)
+        time.sleep(1.0)
         procs.append(start_rank(net, "errspoof", 1, 1, args))
         results = livenet.finish_workers(procs, 60)
         got = outcome(p, "errors")
@@ -286,6 +290,32 @@ def main():
         check("replayed error: it passed the clients' tag check (errors %d); stale ones set aside (%d)"
               % (client_sum(results, "errors"), client_sum(results, "stale")),
               client_sum(results, "errors") > 0 and client_sum(results, "stale") > 0)
+
+        # A genuine epoch_mismatch of an earlier run, sent to the workers of a later one: three runs of the job.
+        before = drops(ctl, "errspoof", "epoch_mismatch")
+        p = on_segment(net, "epochs", 45600, 6, 15.0)
+        time.sleep(0.3)
+        runs = []
+        for seconds in (1, 1, 3):
+            procs = livenet.start_workers(net, "errspoof", [0, 1], ["--seconds", str(seconds), "--timeout-ms", "5000"],
+                                          net.config_path, 30)
+            runs.append(livenet.finish_workers(procs, 40))
+        got = outcome(p, "epochs")
+        elicited = drops(ctl, "errspoof", "epoch_mismatch") - before
+        statuses = [s.get("status") for _, s, _ in runs[2]]
+        rows.append(("%d genuine epoch_mismatch of a past run" % got["errors_sent"], "ignored; today ends the run (open)",
+                     "3rd run's ranks: %s" % "/".join(str(x) for x in statuses), None,
+                     "server epoch_mismatch %d (elicited)" % elicited))
+        for n in (0, 1):
+            ok, detail = livenet.workers_ok(runs[n])
+            check("stale epoch: run %d, whose pushes the attacker records and replays, finished right: %s"
+                  % (n + 1, detail), ok)
+        check("stale epoch: the server answered the replayed pushes of the past epoch (%d) with epoch_mismatch, "
+              "recorded for both ranks (%d)" % (elicited, got["errors_recorded"]),
+              elicited > 0 and got["errors_recorded"] == 2 and got["errors_sent"] > 0)
+        # Documented open (docs/security.md): the client takes a genuine epoch_mismatch from any time.
+        check("stale epoch: the third run's ranks ended with the epoch error (%s)" % statuses,
+              all(rc != 0 and s.get("status") == "epoch" for rc, s, _ in runs[2]))
 
         # An on-path attacker between worker 0 and the server (the bridge drops worker 0's frames to the
         # server; the attacker relays them) changes the payload of every 16th push, header and tag untouched.

@@ -2,13 +2,15 @@
 """Attacks from a host on the server's segment that reads and writes whole Ethernet frames (an AF_PACKET
 socket on its "eth0", in promiscuous mode), run inside the attacker's namespace by attack_test.py. The test
 makes the bridge flood every frame to every port (a hub, or a switch whose table the attacker overflowed),
-so the attacker sees the workers' and the server's datagrams; it never holds a job's secret. One JSON line
-on stdout.
+so the attacker sees the workers' and the server's datagrams; it never holds a job's secret. On stdout:
+"ready" once its socket is open, then one JSON line.
 
 Usage: segment.py ATTACK SERVER_IP PORT JOB_ID [--seconds S] [--victim IP] [--every N] [--workers IP,IP]
   errors  learn each worker's address, epoch and round of job JOB_ID from the server's answers, then send
           it (while the server answers it) forged `error` packets (source: the server's address and port) with a zero or random tag, and
           replay, byte for byte, the first genuine error it recorded (a signed one, of an earlier round)
+  epochs  across three runs of job JOB_ID: record pushes, replay them into the next run's epoch to get
+          genuine `epoch_mismatch` errors, send those to the third run's workers
   tamper  the path from --victim to the server runs through the attacker (the test drops the victim's
           frames to the server at the bridge): relay them, changing the payload of every Nth push; with
           --crc-neutral, so that its CRC32C stays the same
@@ -31,7 +33,8 @@ import time
 ETH_P_ALL, ETH_P_IP, ETH_P_ARP = 0x0003, 0x0800, 0x0806
 SOL_PACKET, PACKET_ADD_MEMBERSHIP, PACKET_MR_PROMISC, PACKET_OUTGOING = 263, 1, 1, 4
 HEADER = struct.Struct("!HBBHBBIHHIIIHHIIQIH")  # docs/protocol.md "Header", 54 bytes
-PUSH, ERROR = 1, 6
+PUSH, RESULT, ERROR = 1, 2, 6
+EPOCH_MISMATCH = 6
 # Error statuses (docs/protocol.md): round_ahead, round_behind, round_stalled, unknown_chunk, epoch_mismatch,
 # bad_request, draining. Every one but round_stalled would end the operation it names if it were believed.
 STATUSES = {1: "round_ahead", 2: "round_behind", 3: "round_stalled", 4: "unknown_chunk", 6: "epoch_mismatch",
@@ -174,6 +177,58 @@ def spoof_errors(seg, server, port, job, seconds):
             "replayed": replayed, "genuine_errors_seen": len(genuine_status),
             "genuine_statuses": sorted(set(genuine_status)),
             "replayed_status": STATUSES.get(genuine[14 + 20 + 8 + 7], "?") if genuine else None}
+
+
+def stale_epochs(seg, server, port, job, seconds):
+    """Across runs of one job: records one push per rank of each epoch; once the job is in a later epoch,
+    replays them, so that the server answers each with a genuine `epoch_mismatch` naming that epoch (sent
+    to the old worker's address, read on the segment); once the job is in a later epoch still, sends those
+    recorded headers, unchanged, to the workers now running (the tag covers the header, not the ports)."""
+    server_ip = ip_bytes(server)
+    pushes = {}   # epoch -> {rank: frame}
+    errors = {}   # rank -> (the epoch it names, the genuine header)
+    workers = {}  # rank -> where the server sends its results now
+    current = None
+    replayed = sent = 0
+    last = 0.0
+    end = time.time() + seconds
+    while time.time() < end:
+        for frame in seg.frames(0.01):
+            u = parse_udp(frame)
+            if not u:
+                continue
+            if u[3] == server_ip and port <= u[5] < port + 16:
+                h = phub_header(u[6], job)
+                if h is not None and h[2] == PUSH:
+                    pushes.setdefault(h[13], {}).setdefault(h[7], frame)
+            elif u[2] == server_ip and port <= u[4] < port + 16:
+                h = phub_header(u[6], job)
+                if h is None:
+                    continue
+                if h[2] == ERROR and h[5] == EPOCH_MISMATCH:
+                    errors.setdefault(h[7], (h[15], u[6][:HEADER.size]))
+                elif h[2] == RESULT:
+                    current = h[13]
+                    workers[h[7]] = dict(mac=u[0], ip=u[3], port=u[5], sport=u[4], seen=time.time())
+        now = time.time()
+        if current is None or now - last < 0.05:
+            continue
+        last = now
+        if len(errors) < 2:
+            for epoch, by_rank in pushes.items():
+                if epoch != current:
+                    for frame in by_rank.values():
+                        seg.send(frame)
+                        replayed += 1
+        for rank, (named, hdr) in errors.items():
+            w = workers.get(rank)
+            if w and named != current and now - w["seen"] < 0.2:
+                seg.send(udp_frame(w["mac"], seg.mac, server_ip, w["ip"], w["sport"], w["port"], hdr))
+                sent += 1
+        if sent and all(now - w["seen"] > 1.0 for w in workers.values()):
+            break  # the workers it was sent to have stopped
+    return {"epochs_recorded": sorted(pushes), "pushes_replayed": replayed, "errors_recorded": len(errors),
+            "errors_name": sorted(set(e[0] for e in errors.values())), "errors_sent": sent, "epoch_now": current}
 
 
 def _crc_table():
@@ -370,13 +425,17 @@ def main():
         return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
     seconds = float(opt("--seconds", "2"))
+    seg = None if attack == "probe" else Segment()
+    print("ready", flush=True)  # the test starts its workers only now
     if attack == "errors":
-        out = spoof_errors(Segment(), server, port, job, seconds)
+        out = spoof_errors(seg, server, port, job, seconds)
     elif attack == "tamper":
-        out = tamper(Segment(), server, port, job, opt("--victim", ""), int(opt("--every", "8")), seconds,
+        out = tamper(seg, server, port, job, opt("--victim", ""), int(opt("--every", "8")), seconds,
                      "--crc-neutral" in sys.argv)
     elif attack == "arp":
-        out = arp_attacks(Segment(), server, opt("--workers", "").split(","), seconds)
+        out = arp_attacks(seg, server, opt("--workers", "").split(","), seconds)
+    elif attack == "epochs":
+        out = stale_epochs(seg, server, port, job, seconds)
     elif attack == "probe":
         out = probe_misuse(opt("--agent", ""), server, port)
     else:
