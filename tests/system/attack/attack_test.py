@@ -303,7 +303,8 @@ def main():
         got = outcome(p, "epochs")
         elicited = drops(ctl, "errspoof", "epoch_mismatch") - before
         statuses = [s.get("status") for _, s, _ in runs[2]]
-        rows.append(("%d genuine epoch_mismatch of a past run" % got["errors_sent"], "ignored; today ends the run (open)",
+        rows.append(("%d genuine epoch_mismatch of a past run" % got["errors_sent"],
+                     "ignored; today ends the run (open)",
                      "3rd run's ranks: %s" % "/".join(str(x) for x in statuses), None,
                      "server epoch_mismatch %d (elicited)" % elicited))
         for n in (0, 1):

@@ -1,14 +1,17 @@
 #!/usr/bin/python3
 """Attacks from a host on the server's segment that reads and writes whole Ethernet frames (an AF_PACKET
-socket on its "eth0", in promiscuous mode), run inside the attacker's namespace by attack_test.py. The test
-makes the bridge flood every frame to every port (a hub, or a switch whose table the attacker overflowed),
-so the attacker sees the workers' and the server's datagrams; it never holds a job's secret. On stdout:
+socket on its "eth0", in promiscuous mode), run inside the attacker's namespace by attack_test.py. For
+errors, epochs and tamper the test makes the bridge flood every frame to every port (a hub, or a switch whose
+table the attacker overflowed), so the attacker sees the workers' and the server's datagrams; it never holds
+a job's secret. On stdout:
 "ready" once its socket is open, then one JSON line.
 
 Usage: segment.py ATTACK SERVER_IP PORT JOB_ID [--seconds S] [--victim IP] [--every N] [--workers IP,IP]
+                  [--crc-neutral] [--agent ADDR:PORT]
   errors  learn each worker's address, epoch and round of job JOB_ID from the server's answers, then send
-          it (while the server answers it) forged `error` packets (source: the server's address and port) with a zero or random tag, and
-          replay, byte for byte, the first genuine error it recorded (a signed one, of an earlier round)
+          it, while the server answers it, forged `error` packets (source: the server's address and port)
+          with a zero or random tag, and replay, byte for byte, the first genuine error it recorded (a
+          signed one, of an earlier round)
   epochs  across three runs of job JOB_ID: record pushes, replay them into the next run's epoch to get
           genuine `epoch_mismatch` errors, send those to the third run's workers
   tamper  the path from --victim to the server runs through the attacker (the test drops the victim's
