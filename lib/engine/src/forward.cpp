@@ -49,7 +49,8 @@ void Lcore::learn_hub_mac(const Snapshot& s, uint32_t ip, const MacAddr& mac) no
     if (plan.hub == nullptr) continue;
     for (size_t r = 0; r < plan.hub->hubs.size(); ++r) {
       if (r != plan.hub->my_rack && plan.hub->hubs[r].ipv4 == ip) {
-        s.runtimes[j]->hub_macs[r].store(pack_mac(mac), std::memory_order_relaxed);
+        uint64_t unknown = 0;  // only a hub not known yet: ARP never moves a known one (an attacker's claim)
+        (void)s.runtimes[j]->hub_macs[r].compare_exchange_strong(unknown, pack_mac(mac), std::memory_order_relaxed);
       }
     }
   }

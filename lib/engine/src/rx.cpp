@@ -159,7 +159,9 @@ void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
     return;
   }
   const PortInfo& pi = s.ports[rx.port];
-  if (arp->target_ip == pi.ipv4) learn_hub_mac(s, arp->sender_ip, arp->sender_mac);
+  // A peer hub's MAC is learned from an ARP reply while it is unknown (the answer to this hub's request);
+  // a gratuitous or unsolicited claim later changes nothing. Verified forwards keep it current.
+  if (arp->op == proto::ArpOp::reply && arp->target_ip == pi.ipv4) learn_hub_mac(s, arp->sender_ip, arp->sender_mac);
   if (arp->op != proto::ArpOp::request || arp->target_ip != pi.ipv4) return;
   // The answer goes to the sender hardware address: neither it nor the frame's source may be a group.
   if ((arp->sender_mac[0] & 0x01) != 0) return count_drop(Drop::reply_source_refused);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
 
 namespace phub::test {
@@ -258,11 +259,11 @@ void collect(Workers& w, const config::Job& job, size_t ranks, uint32_t round, R
   }
 }
 
-// Runs `rounds` rounds over the hubs; returns each hub's results.
-std::vector<Results> run_hubs(std::vector<RackHub*> hubs, uint32_t rounds, const Values& v) {
+// Runs rounds first_round .. rounds - 1 over the hubs; returns each hub's results.
+std::vector<Results> run_hubs(std::vector<RackHub*> hubs, uint32_t rounds, const Values& v, uint32_t first_round = 0) {
   RackHub::settle();
   std::vector<Results> out(hubs.size());
-  for (uint32_t round = 0; round < rounds; ++round) {
+  for (uint32_t round = first_round; round < rounds; ++round) {
     for (RackHub* h : hubs) push_all(*h->workers, h->job, h->local_ranks(), round, v);
     for (size_t i = 0; i < hubs.size(); ++i) {
       collect(*hubs[i]->workers, hubs[i]->job, hubs[i]->local_ranks().size(), round, out[i]);
@@ -473,6 +474,39 @@ std::vector<std::byte> forward_frame(const RackHub& to, const config::Job& job, 
   if (corrupt) frame.back() ^= std::byte{1};  // after the MAC was taken: the payload changed on the way
   proto::refresh_udp_checksum(frame);
   return frame;
+}
+
+// An attacker on the core claims hub 1's address for its own MAC, by gratuitous ARP and by unsolicited
+// replies, once the hubs know each other: hub 0 keeps forwarding to hub 1, and the rounds complete.
+TEST(Hubs, ArpClaimsOfAPeerHubsAddressChangeNothing) {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  const Values v = gradient;
+  const Results flat = run_flat(job, 3, v);
+  TwoHubs hubs(job);
+  RackHub &a = hubs.a, &b = hubs.b;
+  std::vector<Results> got = run_hubs({&a, &b}, 1, v);
+  const MacAddr attacker{0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
+  std::array<std::byte, proto::kArpFrameBytes> frame{};
+  ASSERT_GT(proto::build_arp_request(attacker, hub_ip(1), hub_ip(0), frame), 0u);  // gratuitous, to everyone
+  a.core->send_frame(std::vector<std::byte>(frame.begin(), frame.end()), 0);
+  proto::Arp asked;  // a request hub 0 never sent, answered anyway
+  asked.sender_mac = a.core_mac();
+  asked.sender_ip = hub_ip(0);
+  asked.target_ip = hub_ip(1);
+  ASSERT_GT(proto::build_arp_reply(asked, attacker, hub_ip(1), frame), 0u);
+  for (int i = 0; i < 3; ++i) a.core->send_frame(std::vector<std::byte>(frame.begin(), frame.end()), 0);
+  // Between rounds no forward comes from hub 1 to correct it: the MAC hub 0 holds for hub 1 is still
+  // hub 1's (bit 63 marks a known MAC, the low 48 bits are the address).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const uint64_t held = a.engine->snapshot().runtimes[0]->hub_macs[1].load() & ((uint64_t{1} << 48) - 1);
+  uint64_t want = 0;
+  for (uint8_t x : b.core_mac()) want = want << 8 | x;
+  EXPECT_EQ(held, want) << "hub 0 took the attacker's claim";
+  const std::vector<Results> later = run_hubs({&a, &b}, 3, v, 1);
+  for (size_t h = 0; h < 2; ++h) got[h].insert(later[h].begin(), later[h].end());
+  EXPECT_EQ(got[0], flat);
+  EXPECT_EQ(got[1], flat);
+  EXPECT_EQ(a.counters().drops[static_cast<size_t>(engine::Drop::hub_unresolved)], 0u);
 }
 
 TEST(Hubs, WrongForwardsAreCountedDropsOfTheJob) {
