@@ -69,13 +69,13 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (auto why = phub::engine::unsupported_settings(*cfg)) return fail("config refused: " + *why);
   std::vector<std::string> eal = opts->eal_args_set ? opts->eal_args : cfg->eal_args;
   for (const auto& a : opts->eal_extra) eal.push_back(a);
-  if (opts->print_boot_info) {
+  if (opts->print_boot_info) {  // what the machine needs (hugepages, NICs), whatever the jobs
     std::fputs(phub::server::boot_info_json(*cfg, eal).c_str(), stdout);
     return 0;
   }
+  if (auto why = phub::engine::unsupported_settings(*cfg)) return fail("config refused: " + *why);
   auto eal_owner = phub::drivers::Eal::start("phub-server", eal);
   if (!eal_owner) return fail(eal_owner.error());
 
