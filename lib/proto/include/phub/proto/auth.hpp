@@ -21,7 +21,7 @@ struct AuthKey {
 [[nodiscard]] uint64_t siphash24(const AuthKey& key, std::span<const std::byte> data) noexcept;
 
 // A job's 128-bit key from its configured secret and its id, by libsodium's KDF (BLAKE2b): the same
-// secret gives every job its own key. Server and workers derive it alike (docs/security.md, "Keys").
+// secret gives every job its own key. Server and workers derive it alike (docs/protocol.md, "Authentication").
 [[nodiscard]] AuthKey derive_key(std::string_view secret, uint32_t job_id) noexcept;
 
 // The tag of a wire header: SipHash-2-4 over its 54 bytes with the tag field taken as zero. The header
