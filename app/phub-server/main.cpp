@@ -12,6 +12,7 @@
 #include "boot_info.hpp"
 #include "notify.hpp"
 #include "options.hpp"
+#include "phub/base/crash_report.hpp"
 #include "phub/config/load.hpp"
 #include "phub/ctl/counter_cache.hpp"
 #include "phub/ctl/prometheus.hpp"
@@ -48,6 +49,7 @@ int fail(const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  phub::install_crash_report("phub-server");
   auto opts = phub::server::parse_options(argc, argv);
   if (!opts) return fail(opts.error() + " (see --help)");
   if (opts->help) {

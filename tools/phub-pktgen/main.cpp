@@ -8,6 +8,7 @@
 #include <fstream>
 #include <vector>
 
+#include "phub/base/crash_report.hpp"
 #include "generator.hpp"
 #include "options.hpp"
 #include "phub/base/ipv4.hpp"
@@ -167,6 +168,7 @@ int online(const Options& o, const Target& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  phub::install_crash_report("phub-pktgen");
   auto opts = parse_options(argc, argv);
   if (!opts) return fail(opts.error() + " (see --help)");
   if (opts->help) {
