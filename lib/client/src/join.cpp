@@ -155,8 +155,10 @@ void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
 void Client::on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t now) {
   Membership& m = members_[owner];
   const auto server_epoch = static_cast<uint16_t>(h.aux);
-  if (m.state != Membership::State::joined || server_epoch == m.epoch) {
-    ++st_.stale;  // an answer to something sent before this client joined the epoch
+  if (m.state != Membership::State::joined || h.epoch != m.epoch || server_epoch == m.epoch) {
+    // An answer to something sent before this client joined the epoch, or an error that answered a packet
+    // of another epoch (a genuine one recorded in an earlier run and replayed now): not about this client.
+    ++st_.stale;
     return;
   }
   if (!m.used && !(opt_.rank == 0 && opt_.restart_job)) {

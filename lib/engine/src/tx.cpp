@@ -259,8 +259,11 @@ void Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header
 
 void Lcore::send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept {
   bump(lj.counters.errors_sent);
+  // The epoch of the packet answered, not the job's: the two differ only in epoch_mismatch (aux says the job's),
+  // and a client then takes the error only if it names the epoch the client is in, so a genuine one recorded
+  // in another epoch and replayed later changes nothing (docs/protocol.md, "Epochs").
   reply(rx, plan, lj, error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status, aux,
-                               lj.epoch));
+                               rx.hdr.epoch));
 }
 
 void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,

@@ -115,6 +115,7 @@ TEST(Epoch, RankZeroOfANewRunRestartsTheJobAndOldWorkersAreDropped) {
   EXPECT_EQ(old[0].hdr.opcode, proto::Opcode::error);
   EXPECT_EQ(old[0].hdr.status, proto::Status::epoch_mismatch);
   EXPECT_EQ(old[0].hdr.aux, 2u);
+  EXPECT_EQ(old[0].hdr.epoch, 1u) << "the error names the epoch of the packet it answers";
   EXPECT_EQ(drops(*t.engine, Drop::epoch_mismatch), 1u);
 
   // The new rank 1 joins epoch 1, and round 0 of epoch 1 sums the new run's pushes only.

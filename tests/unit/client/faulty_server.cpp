@@ -98,7 +98,7 @@ void FaultyServer::send(int fd, const sockaddr_in& to, proto::Header h, const st
   if (o_.mute) return;
   std::vector<std::byte> out(proto::kHeaderBytes + n * 4);
   h.job_id = o_.job_id;
-  h.epoch = epoch_;
+  if (h.opcode != proto::Opcode::error) h.epoch = epoch_;  // an error names the epoch of what it answers
   h.seq = seq_++;
   auto span = payload != nullptr ? std::span(reinterpret_cast<const std::byte*>(payload->data() + off), n * 4)
                                  : std::span<const std::byte>();
@@ -191,7 +191,7 @@ bool FaultyServer::in_epoch(int fd, const proto::Header& h, const sockaddr_in& f
   e.rank = h.rank;
   e.round = h.round;
   e.chunk_id = h.chunk_id;
-  e.epoch = epoch_;
+  e.epoch = h.epoch;  // the packet's epoch, as phub-server answers; the job's is in aux
   e.aux = epoch_;
   send(fd, from, e, nullptr, 0, 0);
   return false;
@@ -236,6 +236,17 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
   if (h->chunk_id >= layout_.chunk_count() || layout_.chunk(h->chunk_id).owner != owner) return;
   const auto& ci = layout_.chunk(h->chunk_id);
   const uint32_t se = layout_.params().segment_elems;
+  if (o_.replayed_epoch_error && h->opcode == proto::Opcode::push) {
+    proto::Header e;
+    e.opcode = proto::Opcode::error;
+    e.status = proto::Status::epoch_mismatch;
+    e.rank = h->rank;
+    e.round = h->round;
+    e.chunk_id = h->chunk_id;
+    e.epoch = *o_.replayed_epoch_error;
+    e.aux = static_cast<uint16_t>(*o_.replayed_epoch_error + 1);
+    send(fd, from, e, nullptr, 0, 0);
+  }
   if (o_.error_status) {
     proto::Header e;
     e.opcode = proto::Opcode::error;
@@ -243,6 +254,7 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
     e.rank = h->rank;
     e.round = h->round;
     e.chunk_id = h->chunk_id;
+    e.epoch = h->epoch;
     e.aux = o_.error_aux;
     send(fd, from, e, nullptr, 0, 0);
     return;

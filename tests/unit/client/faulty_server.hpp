@@ -39,6 +39,9 @@ struct FaultyServerOptions {
   bool duplicate_results = false;           // send every result twice
   std::optional<proto::Status> error_status;  // answer every push with this error instead
   uint32_t error_aux = 0;
+  // Besides answering, send an epoch_mismatch naming this epoch (aux: this + 1) for every push: a genuine
+  // error recorded in another epoch and replayed, which the client must set aside as stale.
+  std::optional<uint16_t> replayed_epoch_error;
   bool wrong_tag = false;                   // sign with another key
   bool mute = false;                        // never answer
   bool flag_mean = false;                   // set the mean flag on results regardless of `mean`

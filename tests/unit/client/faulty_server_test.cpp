@@ -74,6 +74,7 @@ Totals run_rounds(const FaultyServerOptions& o, uint32_t rounds, const phub_conf
     total.stats.fast_retransmits += t.stats.fast_retransmits;
     total.stats.timeouts += t.stats.timeouts;
     total.stats.needless_resends += t.stats.needless_resends;
+    total.stats.stale += t.stats.stale;
   }
   return total;
 }
@@ -92,6 +93,19 @@ TEST(ClientFaultyServer, RepairsLossDuplicationAndReordering) {
   const Totals t = run_rounds(o, 6, cfg);
   EXPECT_EQ(t.bad_elems, 0u);
   EXPECT_GT(s.retransmit_flags(), 0u);  // losses were repaired by retransmits
+}
+
+TEST(ClientFaultyServer, AnEpochErrorAnsweringAnotherEpochIsStale) {
+  // Each push also draws an authentic epoch_mismatch that answered a packet of epoch 7 (the job's epoch 8):
+  // what an attacker gets by replaying a push of an earlier run, and sends to the workers of this one.
+  FaultyServerOptions o;
+  o.keys = kKeys;
+  o.secret = "a-secret-of-twenty-bytes";
+  o.replayed_epoch_error = 7;
+  FaultyServer s(o);
+  const Totals t = run_rounds(o, 4, s.client_config(0));
+  EXPECT_EQ(t.bad_elems, 0u);
+  EXPECT_GE(t.stats.stale, s.first_pushes()) << "every replayed error set aside";
 }
 
 phub_config with_one_second_timers(phub_config c) {
