@@ -30,11 +30,15 @@ Expected<std::vector<std::string>, std::string> write_outputs(const std::string&
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return unexpected("cannot create " + dir + ": " + ec.message());
-  const std::pair<const char*, std::string> texts[] = {
-      {"report.json", report_json(in)},         {"hostfile", openmpi_hostfile(in)},
-      {"rankmap.txt", rank_map(in)},            {"rankmap.env", rank_env(in, kMasterPort)},
-      {"racks.lua", lua_racks(in)},             {"matrix.txt", format_matrix(in.matrix)},
+  std::vector<std::pair<const char*, std::string>> texts = {
+      {"report.json", report_json(in)}, {"hostfile", openmpi_hostfile(in)}, {"rankmap.txt", rank_map(in)},
+      {"rankmap.env", rank_env(in, kMasterPort)}, {"matrix.txt", format_matrix(in.matrix)},
   };
+  if (auto known = hubs_have_addresses(in)) {
+    texts.emplace_back("racks.lua", lua_racks(in));
+  } else {  // a file no hub config could load is worse than none
+    std::fprintf(stderr, "phub-probe: racks.lua not written: %s\n", known.error().c_str());
+  }
   std::vector<std::string> written;
   for (const auto& [name, text] : texts) {
     const std::string path = dir + "/" + name;

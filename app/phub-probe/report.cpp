@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "phub/base/ipv4.hpp"
 #include "phub/base/json_writer.hpp"
 
 namespace phub::probe {
@@ -158,6 +159,18 @@ std::string rank_env(const PlanInputs& in, unsigned master_port) {
   return out;
 }
 
+Expected<void, std::string> hubs_have_addresses(const PlanInputs& in) {
+  for (size_t r = 0; r < in.plan.racks.members.size(); ++r) {
+    const topo::Host& hub = in.matrix.hosts()[in.plan.racks.hub[r]];
+    if (!parse_ipv4_address(hub.addr)) {
+      return unexpected(rack_name(r) + "'s hub \"" + hub.name +
+                        "\" has no IPv4 address (a CSV matrix names hosts, not addresses): plan from the matrix.txt "
+                        "that phub-probe run writes, or name the CSV's hosts by their IPv4 addresses");
+    }
+  }
+  return {};
+}
+
 std::string lua_racks(const PlanInputs& in) {
   const topo::Plan& p = in.plan;
   std::string out =
@@ -205,6 +218,7 @@ Expected<std::vector<HubConfig>, std::string> hub_configs(const PlanInputs& in, 
     return unexpected(std::string("the hub config template has no ") + kRackMark +
                       " (where each hub's config names its rack)");
   }
+  if (auto known = hubs_have_addresses(in); !known) return unexpected("hub configs: " + known.error());
   std::vector<HubConfig> out;
   for (size_t r = 0; r < in.plan.racks.members.size(); ++r) {
     const std::string hub = in.matrix.hosts()[in.plan.racks.hub[r]].addr;

@@ -39,11 +39,15 @@ struct PlanInputs {
 // racks.lua, `return { racks = {...}, ranks_by_rack = {...} }`: a hub's config reads it with
 // `local plan = include("racks.lua")`, then sets `racks = plan.racks` and, in each job of these hosts,
 // `ranks_by_rack = plan.ranks_by_rack`.
+// Only for a matrix that knows the hubs' addresses (a CSV matrix names hosts only): hubs_have_addresses.
 [[nodiscard]] std::string lua_racks(const PlanInputs& in);
+// Every rack's hub has an IPv4 address; else the error names the first that has not.
+[[nodiscard]] Expected<void, std::string> hubs_have_addresses(const PlanInputs& in);
 
 // A hub config per rack rendered from a template: kRackMark becomes the rack's name and kHubIpv4Mark its
 // hub's address, each as a Lua string literal; nothing else changes (line numbers stay the template's).
-// A template without kRackMark is refused (every hub would claim the same rack).
+// A template without kRackMark is refused (every hub would claim the same rack), as is a matrix without the
+// hubs' addresses.
 inline constexpr const char* kRackMark = "@RACK@";
 inline constexpr const char* kHubIpv4Mark = "@HUB_IPV4@";
 struct HubConfig {

@@ -412,5 +412,33 @@ TEST(Outputs, HubConfigTemplateMustNameTheRack) {
   EXPECT_EQ((*hubs)[1].text, "-- \"rack2\" \"rack2\" \"" + f.s.matrix.hosts()[f.plan.racks.hub[1]].addr + "\"\n");
 }
 
+TEST(Outputs, AMatrixWithoutAddressesWritesNoRacksLuaAndNoHubConfigs) {
+  // A CSV matrix names its hosts only: a racks.lua would give each rack's hub_ipv4 a host name.
+  auto m = parse_matrix("host,a,b,c,d\na,0,10,300,300\nb,10,0,300,300\nc,300,300,0,10\nd,300,300,10,0\n");
+  ASSERT_TRUE(m) << m.error();
+  topo::PlanOptions opts;
+  const topo::Plan plan = topo::plan(*m, opts);
+  const PlanInputs in{*m, plan, opts, {}};
+  auto known = hubs_have_addresses(in);
+  ASSERT_FALSE(known);
+  EXPECT_NE(known.error().find("has no IPv4 address"), std::string::npos) << known.error();
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  auto files = write_outputs(dir.path.string(), in);
+  ASSERT_TRUE(files) << files.error();
+  EXPECT_TRUE(std::filesystem::exists(dir.path / "rankmap.txt"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "racks.lua"));
+  auto hubs = write_outputs((dir.path / "hubs").string(), in, kHubTemplate);
+  ASSERT_FALSE(hubs);
+  EXPECT_NE(hubs.error().find("hub configs: rack1's hub"), std::string::npos) << hubs.error();
+  // Named by address, the same CSV plans both.
+  auto byaddr = parse_matrix("host,198.18.1.1,198.18.1.2,198.18.2.1,198.18.2.2\n"
+                             "198.18.1.1,0,10,300,300\n198.18.1.2,10,0,300,300\n"
+                             "198.18.2.1,300,300,0,10\n198.18.2.2,300,300,10,0\n");
+  ASSERT_TRUE(byaddr) << byaddr.error();
+  const topo::Plan plan2 = topo::plan(*byaddr, opts);
+  EXPECT_TRUE(hubs_have_addresses(PlanInputs{*byaddr, plan2, opts, {}}));
+}
+
 }  // namespace
 }  // namespace phub::probe
