@@ -1,6 +1,10 @@
 // Before the first run: wait for the link, then learn the server's MAC address by ARP. On net_memif the
 // first connection sometimes comes up with a queue that never passes traffic (seen with two queue pairs
-// on DPDK 22.11); an unanswered ARP therefore restarts the port, which makes memif reconnect.
+// on DPDK 22.11); an unanswered ARP therefore restarts the port, which makes memif reconnect. But DPDK
+// 22.11's memif unmaps the shared rings on a disconnect without waiting for the peer's lcores, so a
+// phub-server polling the link can die of it (seen: SIGSEGV in its rx burst). Under a harness (--linger)
+// the generator does not restart: it reports the unanswered ARP (exit status 75) and the harness starts
+// both sides again.
 #include <rte_ethdev.h>
 
 #include <chrono>
@@ -64,19 +68,24 @@ bool Generator::arp_exchange(Clock::time_point until) {
   return false;
 }
 
-Expected<void, std::string> Generator::resolve(double timeout_s) {
+Expected<void, std::string> Generator::resolve(double timeout_s, bool may_restart) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   if (auto r = wait_link(deadline); !r) return r;
   if (cfg_.target.server_mac) return {};
   for (int attempt = 1;; ++attempt) {
     if (arp_exchange(std::min<Clock::time_point>(deadline, Clock::now() + std::chrono::seconds(2)))) return {};
-    if (Clock::now() >= deadline || attempt == 4) break;
+    if (Clock::now() >= deadline || attempt == 4 || !may_restart) break;
     std::fprintf(stderr, "pktgen: no ARP reply from %s; restarting port %s\n",
                  format_ipv4(cfg_.target.server_ip).c_str(), port_->name().c_str());
     (void)rte_eth_dev_stop(port_->id());
     if (rte_eth_dev_start(port_->id()) != 0) return unexpected("port " + port_->name() + ": restart failed");
     if (auto r = wait_link(deadline); !r) return r;
+  }
+  arp_unanswered_ = true;
+  if (!may_restart) {
+    return unexpected("ARP: no reply from " + format_ipv4(cfg_.target.server_ip) +
+                      " in 2 s; the port is not restarted under --linger (exit status 75: start both sides again)");
   }
   return unexpected("ARP: no reply from " + format_ipv4(cfg_.target.server_ip) + " within " +
                     std::to_string(timeout_s) + " s (give --server-mac to skip ARP)");

@@ -31,8 +31,11 @@ class Generator {
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;
 
-  // Wait for the link, then learn the server's MAC by ARP unless it was given.
-  [[nodiscard]] Expected<void, std::string> resolve(double timeout_s);
+  // Wait for the link, then learn the server's MAC by ARP unless it was given. An unanswered ARP restarts
+  // the port (a memif reconnect) if `may_restart`; else, and if the restarts do not help, it fails with
+  // `arp_unanswered()` true.
+  [[nodiscard]] Expected<void, std::string> resolve(double timeout_s, bool may_restart);
+  [[nodiscard]] bool arp_unanswered() const noexcept { return arp_unanswered_; }
   [[nodiscard]] Expected<void, std::string> start(const RunSettings& s);
   void drain();
   void finish();
@@ -60,6 +63,7 @@ class Generator {
   std::unique_ptr<std::vector<JobRuntime>> jobs_;
   std::vector<void*> dma_areas_;
   std::vector<std::unique_ptr<GenLcore>> lcores_;
+  bool arp_unanswered_ = false;
   bool launched_ = false;
   bool zero_copy_ = false;
 };

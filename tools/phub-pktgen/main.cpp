@@ -74,6 +74,10 @@ phub::Expected<Target, std::string> build_target(const Options& o) {
   return t;
 }
 
+// Exit status when the server's MAC could not be learnt although the link came up (see arp.cpp): a harness
+// may start the pair again.
+constexpr int kExitArpUnanswered = 75;
+
 // With --linger: keep the port open (lcores stopped) until SIGTERM/SIGINT or the time is up, so that a
 // harness can stop the server first; a memif peer that disconnects under a polling server can crash it.
 void linger(double seconds) {
@@ -123,7 +127,11 @@ int online(const Options& o, const Target& t) {
   auto g = Generator::create(gc);
   if (!g) return fail(g.error());
   for (const auto& line : (*g)->startup_lines()) std::fprintf(stderr, "pktgen: %s\n", line.c_str());
-  if (auto r = (*g)->resolve(o.link_timeout_s); !r) return fail(r.error());
+  if (auto r = (*g)->resolve(o.link_timeout_s, o.linger_s <= 0); !r) {
+    std::fprintf(stderr, "phub-pktgen: %s\n", r.error().c_str());
+    linger(o.linger_s);  // the harness stops the server before this port goes away
+    return (*g)->arp_unanswered() ? kExitArpUnanswered : 1;
+  }
   std::fprintf(stderr, "pktgen: ready\n");
 
   Session session(**g, !o.quiet);

@@ -69,7 +69,8 @@ Run:
 Output:
   --json                 print the summary as JSON on stdout (progress stays on stderr)
   --json-file PATH       also write it there     --quiet   no progress line
-  --linger S             after the run, keep the port open until SIGTERM or S seconds (prints "pktgen: done")
+  --linger S             after the run, keep the port open until SIGTERM or S seconds (prints "pktgen: done");
+                         an unanswered ARP then does not restart the port: exit status 75
 Traces (no EAL needed):
   --write-pcap FILE      K complete rounds of every job as a classic microsecond pcap; --pcap-rounds K
   --verify-pcap FILE     check the results a server recorded (net_pcap tx_pcap) against the expected values

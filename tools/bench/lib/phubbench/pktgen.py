@@ -14,6 +14,11 @@ def eal(prefix, lcores=1, cpu=0):
             "0@%d,%s@%d" % (cpu, workers, cpu), "--log-level", "lib.eal:warning"]
 
 
+# phub-pktgen's exit status when the link came up but the server never answered ARP, under --linger (where
+# the generator must not restart a memif port under a polling server): the harness may start both again.
+ARP_UNANSWERED = 75
+
+
 def run(exe, *, prefix, port, args, lcores=1, cpu=0, timeout=120, cleanup=None, before_exit=None, zero_copy=False):
     """Run phub-pktgen to completion; returns (status, summary dict or None, stderr).
     With `before_exit`, the generator keeps its port open after the run (--linger) until before_exit()
