@@ -41,6 +41,12 @@ void set_address(Peer& p, const proto::L2& l2, const proto::Ipv4& ip, const prot
   p.unproven_credit_bytes = 0;
 }
 
+// Whether the packet came from the rank's current address: MAC, IPv4, UDP port and server port.
+bool at_address(const Peer& p, const proto::L2& l2, const proto::Ipv4& ip, const proto::Udp& udp,
+                uint16_t port) noexcept {
+  return p.known && p.ip == ip.src && p.udp_port == udp.src_port && mac_equal(p.mac, l2.src) && p.port == port;
+}
+
 }  // namespace
 
 void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept {
@@ -241,9 +247,17 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   }
 
   Peer& peer = lj.peer(rx.hdr.rank);
-  if (!peer.known || peer.ip != rx.ip.src || peer.udp_port != rx.udp.src_port ||
-      !mac_equal(peer.mac, rx.l2.src) || peer.port != rx.port) {
-    set_address(peer, rx.l2, rx.ip, rx.udp, rx.port);
+  if (!at_address(peer, rx.l2, rx.ip, rx.udp, rx.port)) {
+    // An address that proved it receives (a worker joined there) is the rank's until the holder joins again
+    // from elsewhere: a packet replayed or spoofed from another MAC, IP or port is handled, but its answers
+    // still go to the proven address (and what answers the sender directly is one header). An unproven
+    // address follows the packets (workers that never join, NAT): it is credited anew, so a move buys the
+    // new address nothing.
+    if (peer.proven) {
+      bump(lj.counters.addresses_kept);
+    } else {
+      set_address(peer, rx.l2, rx.ip, rx.udp, rx.port);
+    }
   }
   peer.previous_key = rx.previous_key;
   if (!peer.proven) prove_or_credit(peer, rx, plan, lj, s);
@@ -264,8 +278,9 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     case proto::Opcode::leave:
       // The process that holds the rank leaves: nothing more is sent to it. The rank stays held in the
       // epoch (a process of another run must not take over this run's rounds): a new run restarts the job.
+      // Only from the rank's address: a leave replayed from elsewhere is kept out like any packet there.
       bump(lj.counters.leaves);
-      if (peer.incarnation == rx.hdr.aux) peer.known = false;
+      if (peer.incarnation == rx.hdr.aux && at_address(peer, rx.l2, rx.ip, rx.udp, rx.port)) peer.known = false;
       break;
     case proto::Opcode::probe_request:
       on_probe(m, rx);
@@ -496,8 +511,17 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     p.incarnation = incarnation;
   }
   if (p.incarnation == incarnation && incarnation != 0) {
-    set_address(p, rx.l2, rx.ip, rx.udp, rx.port);
-    p.previous_key = rx.previous_key;
+    // A join of the holder sets its address, unless the address is proven and this join is not later than
+    // the one that set it (a replay of a recorded join, or one overtaken by a later one): then it changes
+    // nothing, and its answer goes to its sender as any join's.
+    const bool fresh = !p.proven || static_cast<int32_t>(h.seq - p.join_seq) > 0;
+    if (fresh) {
+      if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) set_address(p, rx.l2, rx.ip, rx.udp, rx.port);
+      p.join_seq = h.seq;
+      p.previous_key = rx.previous_key;
+    } else if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) {
+      bump(lj.counters.addresses_kept);
+    }
   }
   proto::Header a;
   a.opcode = proto::Opcode::joined;

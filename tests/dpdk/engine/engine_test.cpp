@@ -632,9 +632,10 @@ TEST(Amplification, AnUnprovenSourceGetsNoMoreBytesThanItSent) {
   EXPECT_EQ(job_counters(*s.engine, 0).addresses_proven, 1u);
 }
 
-// A spoofed packet that moves a proven rank's address makes the new address unproven: results go there
-// only as far as that address paid for them, until the rank proves it again.
-TEST(Amplification, AMovedAddressProvesItselfAgain) {
+// A proven address (a worker joined there and carried its cookie) is the rank's until the holder joins
+// again: a packet of the rank from elsewhere (replayed or spoofed, here a rerequest) is answered at the
+// proven address, and nothing goes to the new one. A fresh join from the new address moves the rank there.
+TEST(Hijack, AProvenAddressMovesOnlyByAFreshJoin) {
   auto job = make_job(1, 2, {352 * 4});
   Server s(1, {job});
   const auto& l = s.layout(0);
@@ -644,15 +645,65 @@ TEST(Amplification, AMovedAddressProvesItselfAgain) {
   const size_t segments = push_round(s, 0, 0, rng);
   ASSERT_EQ(s.workers->receive(segments * 2).size(), segments * 2);
 
-  s.workers->udp_port_shift = 100;  // rank 1 "moves": the source of a spoofed rerequest
+  s.workers->udp_port_shift = 100;  // a rerequest of rank 1 from another UDP port
   s.workers->send(job, 1, whole_chunk_request(l, proto::Opcode::rerequest, 0, 1), {});
-  EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(200)).empty()) << "one header buys no segment";
-  EXPECT_EQ(drops(*s.engine, Drop::unproven_limit), segments);
+  auto got = s.workers->receive(segments);
+  ASSERT_EQ(got.size(), segments) << "answered, at the proven address";
+  for (const auto& r : got) EXPECT_EQ(r.dst_port, 50000 + 1) << "not at the new one";
+  EXPECT_EQ(job_counters(*s.engine, 0).addresses_kept, 1u);
+  EXPECT_EQ(drops(*s.engine, Drop::unproven_limit), 0u);
 
-  s.workers->prove(job, 1);  // the worker at the new address joins again: a new cookie
+  s.workers->prove(job, 1);  // the holder joins from the new address: it moves, and proves itself there
   s.workers->send(job, 1, whole_chunk_request(l, proto::Opcode::rerequest, 0, 1), {});
-  EXPECT_EQ(s.workers->receive(segments).size(), segments);
+  got = s.workers->receive(segments);
+  ASSERT_EQ(got.size(), segments);
+  for (const auto& r : got) EXPECT_EQ(r.dst_port, 50100 + 1);
   EXPECT_EQ(job_counters(*s.engine, 0).addresses_proven, 3u);
+}
+
+// A join of the holder recorded and replayed from another address (its seq is not later than the join that
+// set the proven address) moves nothing; its `joined` answer is one header to its sender. Nor does a leave
+// of the holder from elsewhere silence the rank.
+TEST(Hijack, AReplayedJoinDoesNotMoveAProvenAddress) {
+  auto job = make_job(1, 2, {352 * 2});
+  job.secret = "hijack-test-secret-0123456789";
+  Server s(1, {job});
+  const auto& l = s.layout(0);
+  s.workers->prove(job, 0);
+  s.workers->prove(job, 1);
+  const uint32_t join_seq = s.workers->last_seq();
+  std::mt19937 rng(9);
+  const size_t segments = push_round(s, 0, 0, rng);  // the pushes carry the cookies: both addresses proven
+  ASSERT_EQ(s.workers->receive(segments * 2).size(), segments * 2);
+  EXPECT_EQ(job_counters(*s.engine, 0).addresses_proven, 2u);
+
+  proto::Header join;
+  join.opcode = proto::Opcode::join;
+  join.rank = 1;
+  join.aux = 1000u + 1;    // the holder's incarnation (Workers::prove)
+  join.seq = join_seq;     // the recorded join, byte for byte
+  s.workers->ip_shift = 7; // from another host
+  s.workers->send(job, 1, join, {}, "\x01");
+  auto answer = s.workers->receive(1);
+  ASSERT_EQ(answer.size(), 1u);
+  EXPECT_EQ(answer[0].hdr.opcode, proto::Opcode::joined);
+  EXPECT_EQ(job_counters(*s.engine, 0).addresses_kept, 1u);
+  proto::Header leave;
+  leave.opcode = proto::Opcode::leave;
+  leave.rank = 1;
+  leave.aux = 1000u + 1;
+  s.workers->send(job, 1, leave, {});
+  for (int i = 0; i < 200 && job_counters(*s.engine, 0).leaves == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the lcore's counters, as it gets to them
+  }
+  EXPECT_EQ(job_counters(*s.engine, 0).leaves, 1u);
+  EXPECT_EQ(job_counters(*s.engine, 0).addresses_kept, 2u);
+
+  s.workers->ip_shift = 0;
+  s.workers->send(job, 1, whole_chunk_request(l, proto::Opcode::rerequest, 0, 1), {}, "\x01");
+  const auto got = s.workers->receive(segments);
+  ASSERT_EQ(got.size(), segments) << "the rank still gets its results at home";
+  for (const auto& r : got) EXPECT_EQ(r.dst_ip, kServerIp + 100 + 1);
 }
 
 // A stalled round is reported again every period; to an unproven contributor only as long as its push's

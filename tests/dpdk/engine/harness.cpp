@@ -133,6 +133,7 @@ void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const
   const auto& l = layouts_.at(job.id);
   const uint16_t owner = h.chunk_id < l.chunk_count() ? l.chunk(h.chunk_id).owner : 0;
   h.job_id = h.job_id == 0 ? job.id : h.job_id;
+  if (h.seq == 0) h.seq = ++last_seq_;  // as a client numbers its packets (a test replaying one gives its seq)
   const proto::FlowAddrs a = addrs(rank, static_cast<uint16_t>(job.port_base + owner));
   if (proto::opcode_carries_cookie(h.opcode) && h.aux == 0) {
     auto it = cookies_.find({h.job_id, rank, a.src_ip, a.src_port});

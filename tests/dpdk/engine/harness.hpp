@@ -79,6 +79,7 @@ class Workers {
   // Where every rank sends from: UDP port 50000 + udp_port_shift + rank, IPv4 server + 100 + ip_shift + rank
   // (a test moves the workers by changing them).
   uint16_t udp_port_shift = 0;
+  [[nodiscard]] uint32_t last_seq() const { return last_seq_; }  // of the last packet sent
   uint32_t ip_shift = 0;
 
   [[nodiscard]] const proto::Layout& layout(const config::Job& job, uint16_t lcores, uint16_t mtu = 1500);
@@ -90,6 +91,7 @@ class Workers {
   MacAddr server_mac_{};
   uint16_t queues_;
   std::map<uint32_t, proto::Layout> layouts_;
+  uint32_t last_seq_ = 0;  // the seq of the last packet sent
   // (job id, rank, IPv4, UDP port) -> the server's address cookie for it.
   std::map<std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>, uint32_t> cookies_;
 };

@@ -17,6 +17,7 @@ observed, bytes out per byte in where it means something, and the counter that r
   workers of a later one (each answered a push of the earlier run's epoch and names it: the clients set
   them aside as stale, and the later run finishes); an attacker on worker 0's path altering pushes, with and
   without the `crc` flag, and with a change that keeps the CRC32C (the workers verify every element).
+- Rerequests as a joined rank from another address (the rank's proven address is kept: `addresses_kept`).
 Beside the attacks, real phub-demo-worker ranks verify every element and must finish correctly, except
 where the row states that the attack works today (docs/security.md, "Known attacks that work today").
 Usage: attack_test.py --build BUILD_DIR   (root; removes namespaces and processes, also on failure)
@@ -375,9 +376,14 @@ def main():
         ok, detail = livenet.workers_ok(results)
         n = drops(ctl, "healthy", "unproven_limit")
         stats = ctl.stats()
-        proven = livenet.job_of(stats, "healthy").get("addresses_proven", 0)
-        row("rank 1's address moved by rerequests", "at most the request bytes; the job finishes", got,
-            "unproven_limit %d, addresses_proven %d" % (n, proven))
+        healthy_counters = livenet.job_of(stats, "healthy")
+        proven = healthy_counters.get("addresses_proven", 0)
+        kept = healthy_counters.get("addresses_kept", 0)
+        row("rerequests as rank 1 from elsewhere", "address kept; one header back at most", got,
+            "addresses_kept %d, addresses_proven %d, unproven_limit %d" % (kept, proven, n))
+        # Rank 1 joined and proved its address: the attacker's packets are answered at that address (errors
+        # to the sender are one header), and the rank's results never go elsewhere.
+        check("hijack: rank 1's proven address was kept for the attacker's packets (%d)" % kept, kept > 0)
         check("healthy job beside the hijack: " + detail, ok)
         _, text = net.stop_server()
         check("the server ran to its stop", "phub: ready" in text)

@@ -10,8 +10,8 @@ Usage: attacker.py ATTACK SERVER_IP PORT JOB_ID [--seconds S]
   pull       init chunk 0 of a 1-rank ps job as rank 0 (setup), then whole-chunk pulls
   stall      push one segment as rank 0 of a 2-rank job whose rank 1 never comes, then listen: the
              server's round_stalled reports
-  hijack     whole-chunk rerequests as rank 1 of a job other workers are running: each moves the rank's
-             address to the attacker's
+  hijack     whole-chunk rerequests as rank 1 of a job other workers are running, from the attacker's
+             address (the rank's proven address is kept; before that rule each moved it here)
   forged     pushes and rerequests into a job with a secret, without it (the tag field 0)
   ping       ICMP echo requests to the server as fast as Python sends them, for --seconds
 """

@@ -106,6 +106,7 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(pulls, "ps pull requests")                                                                \
   X(joins, "join requests")                                                                   \
   X(addresses_proven, "ranks' addresses proven by their address cookie")                     \
+  X(addresses_kept, "packets of a rank from another address than its proven one, which moves only by a fresh join") \
   X(leaves, "leave requests")                                                                 \
   X(epochs_started, "epochs started: a new run's rank 0 or the operator reset the rounds")      \
   X(resets, "rounds reset by the operator (phub-ctl reset)")                                  \

@@ -36,6 +36,9 @@ struct Peer {
   // that may be spoofed never gets more than it sent.
   bool proven = false;
   uint64_t unproven_credit_bytes = 0;
+  // The `seq` of the holder's last join that set the address. A proven address moves only by a join of the
+  // holder with a later seq: not by any other packet, nor by a join recorded earlier and replayed.
+  uint32_t join_seq = 0;
   // The Ethernet/IPv4/UDP headers of the last message sent to this peer, reused while the snapshot and
   // the UDP payload length stay the same (every full-size result of a job has the same length).
   uint64_t l234_generation = 0;  // Snapshot::generation it was written from (0: nothing cached)
