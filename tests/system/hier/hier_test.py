@@ -12,7 +12,8 @@ Checks (each can fail): both servers start with the racks config; every rank com
 every result equal to the sum of the four ranks' exactly representable values (what a flat server gives;
 phub-demo-worker checks each element); rank 0's epoch reached hub 2 (its job counters count an epoch taken
 from rank 0's hub); both hubs sent and received partials and results and dropped nothing as another
-hierarchy or an unverified peer; the core's interface counters (ip -s link) grew by at least one partial or
+hierarchy or an unverified peer; phub-ctl job and stats --json show each hub the other (fingerprint
+equal, reachable, partials counted); the core's interface counters (ip -s link) grew by at least one partial or
 result per chunk byte and round in each direction; everything is torn down. Prints the measured figures.
 Every process is bounded by a timeout. Addresses: 198.18.0.0/15 only.
 Usage: hier_test.py --build BUILD_DIR.
@@ -92,6 +93,19 @@ def main():
             ok, detail = livenet.workers_ok(livenet.finish_workers(procs, 100))
             c1 = tb.core_counters()
             up = {r: c1["r%d" % r]["rx_bytes"] - c0["r%d" % r]["rx_bytes"] for r in RANKS}  # rack r -> core
+            # Each hub's view of the other, as phub-ctl shows it: job H's peer line and its JSON row.
+            views = {}
+            for r in RANKS:
+                ctl = livenet.Ctl(net, socket=os.path.join(net.tmp, "ctl%d.sock" % r))
+                rc, out, err = ctl("job", "H")
+                peer = [ln for ln in out.splitlines() if ln.startswith("hub r%d (%s):" % (3 - r, testbed.hub_addr(3 - r)))]
+                rows = (livenet.job_of(ctl.stats(), "H") or {}).get("hubs", [])
+                views[r] = (rc, peer, rows)
+                print("hub %d: phub-ctl job H: %s; stats --json hubs: %s" % (r, peer, rows), flush=True)
+            check("phub-ctl job and stats --json show the other hub: fingerprint equal, reachable, partials counted",
+                  all(rc == 0 and len(peer) == 1 and "fingerprint equal" in peer[0] and "UNREACHABLE" not in peer[0] and
+                      len(rows) == 1 and rows[0]["fingerprint"] == "equal" and rows[0]["unreachable"] == 0 and
+                      rows[0]["partials_sent"] > 0 for rc, peer, rows in views.values()), str(views))
             rcs = {}
             for r in RANKS:
                 net.signal_server(signal.SIGINT, hubs[r]["ns"])
