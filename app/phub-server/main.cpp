@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
         const auto& running = (*engine)->config();
         if (now >= next_sample) {
           counters.refresh(**engine);
+          for (const auto& line : (*engine)->hub_events()) say(line);  // peer hubs: fingerprint, reachability
           next_sample = now + std::chrono::milliseconds(running.control.metrics_interval_ms);
         }
         (*engine)->collect_retired();

@@ -1,12 +1,11 @@
 -- two-rack.lua: the config of a rack hub in a two-rack deployment (racks, rack, ranks_by_rack), taking
 -- the rack grouping phub-probe planned from racks.lua beside it, unchanged, through include().
 --
--- NOT RUNNABLE YET: the engine does the cross-rack aggregation (a hub sums its rack's ranks, forwards one
--- partial per chunk to the chunk's home hub, and fans the result back; docs/hierarchy.md), but workers'
--- joins and job epochs do not cross hubs yet. lib/config loads and validates this file, but
--- phub-server --check and phub-server refuse it with a message that says so, rather than let the
--- workers of the rack without rank 0 wait for its join. Both hubs would load the same file except
--- for `this_rack` (`phub-probe run --hub-config-template` writes one such file per hub).
+-- The hub sums its rack's ranks, forwards one partial per chunk to the chunk's home hub and fans the
+-- result back to its workers; the job's epochs start at rank 0's hub and reach the other hub, which checks
+-- that both hold the same hierarchy (docs/hierarchy.md). Workers point at their own rack's hub as at a
+-- flat server. Both hubs load the same file except for `this_rack` (`phub-probe run
+-- --hub-config-template` writes one such file per hub).
 
 local plan = include("racks.lua")  -- { racks = {...}, ranks_by_rack = {...} }
 local this_rack = "rack1"

@@ -84,6 +84,7 @@ Expected<std::shared_ptr<JobRuntime>, std::string> Engine::make_runtime(const Jo
                                                                       const config::Config& cfg) const {
   auto rt = std::make_shared<JobRuntime>();
   rt->id = plan.cfg.id;
+  rt->created_tsc = rte_rdtsc();
   for (uint16_t i = 0; i < cfg.lcores.size(); ++i) {
     const int socket = static_cast<int>(rte_lcore_to_socket_id(cfg.lcores[i].id));
     auto lj = LcoreJob::create(plan, i, socket);

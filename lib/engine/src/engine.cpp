@@ -38,16 +38,7 @@ std::optional<std::string> engine_unsupported(const config::Config& cfg) {
   return std::nullopt;
 }
 
-std::optional<std::string> unsupported_settings(const config::Config& cfg) {
-  if (auto why = engine_unsupported(cfg)) return why;
-  if (!cfg.racks.empty()) {
-    return std::string("racks: hierarchical aggregation across racks (racks, rack, ranks_by_rack) is not "
-                       "runnable yet: hubs forward partial sums to each other, but workers' joins and job epochs "
-                       "do not cross hubs, so the workers of a rack without rank 0 would wait forever; run one "
-                       "flat server per job, or shard a job over servers (jobs[].shard)");
-  }
-  return std::nullopt;
-}
+std::optional<std::string> unsupported_settings(const config::Config& cfg) { return engine_unsupported(cfg); }
 
 Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Config& cfg) {
   if (auto why = engine_unsupported(cfg)) return unexpected(*why);

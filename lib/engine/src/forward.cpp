@@ -118,7 +118,7 @@ void Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
       return count_drop(lj, Drop::no_mbuf);
     }
     std::memcpy(dst, payload, h.payload_bytes);
-    bump(lj.counters.forwards_copied);
+    if (proto::opcode_is_forward(h.opcode)) bump(lj.counters.forwards_copied);
   }
   tx_[hub.port].add(m, counters_);
 }
@@ -214,6 +214,15 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const HubPlan::Hub& sender = hub.hubs[from];
   if (rx.ip.src != sender.ipv4 || rx.udp.src_port != sender.port_base + r_.index) {
     return count_drop(lj, Drop::fwd_wrong_source);
+  }
+  // Nothing is taken from a peer until its hub_state showed the same hierarchy (docs/hierarchy.md).
+  switch (__atomic_load_n(&lj.hub_counters[from].fingerprint_state, __ATOMIC_RELAXED)) {
+    case HubPeerCounters::kFingerprintEqual:
+      break;
+    case HubPeerCounters::kFingerprintDiffers:
+      return count_drop(lj, Drop::fwd_fingerprint_mismatch);
+    default:
+      return count_drop(lj, Drop::fwd_peer_unverified);
   }
   if (h.epoch != lj.epoch) return count_drop(lj, Drop::epoch_mismatch);
   // Verified, from the hub's address: its MAC is where forwards to it go, and it answered now.

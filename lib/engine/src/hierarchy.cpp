@@ -49,6 +49,18 @@ std::string_view fingerprint_component_name(HubFingerprint::Component c) noexcep
   return "unknown";
 }
 
+std::string_view fingerprint_component_key(HubFingerprint::Component c) noexcept {
+  switch (c) {
+    case HubFingerprint::racks: return "racks";
+    case HubFingerprint::ranks: return "ranks_by_rack";
+    case HubFingerprint::layout: return "layout";
+    case HubFingerprint::arithmetic: return "arithmetic";
+    case HubFingerprint::optimizer: return "optimizer";
+    case HubFingerprint::count_: break;
+  }
+  return "unknown";
+}
+
 HubFingerprint hub_fingerprint(const config::Config& cfg, const JobPlan& plan) {
   const config::Job& j = plan.cfg;
   HubFingerprint f;

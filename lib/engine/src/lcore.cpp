@@ -212,6 +212,7 @@ void Lcore::scan_stalls(const Snapshot& s, uint64_t now) noexcept {
     for (uint16_t rack = 0; forwards && rack < plan.math.hub.racks; ++rack) {
       if (rack != plan.math.hub.my_rack) (void)resolve_hub(plan, lj, rack);
     }
+    if (forwards) send_hub_states(plan, lj);
     const uint32_t n = lj.chunk_count();
     for (uint32_t k = 0; k < std::min(n, kChunksPerTick); ++k) {
       lj.stall_cursor = lj.stall_cursor + 1 >= n ? 0 : lj.stall_cursor + 1;

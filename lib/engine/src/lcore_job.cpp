@@ -1,6 +1,8 @@
 // The per-lcore part of a job: chunk memory carved from one arena, result buffers, peers, rate limiter.
 #include "phub/engine/lcore_job.hpp"
 
+#include <sys/random.h>
+
 #include "phub/engine/hierarchy.hpp"
 
 #include <rte_errno.h>
@@ -112,6 +114,14 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
     }
     lj->hub_arp_tsc.assign(plan.hub->hubs.size(), 0);
     lj->hub_counters.assign(plan.hub->hubs.size(), HubPeerCounters{});
+    lj->hub_links.assign(plan.hub->hubs.size(), HubLink{});
+    for (HubLink& link : lj->hub_links) {
+      while (link.my_nonce == 0) {
+        if (getrandom(&link.my_nonce, sizeof(link.my_nonce), 0) != static_cast<ssize_t>(sizeof(link.my_nonce))) {
+          return unexpected(std::string("getrandom failed for a hub_state nonce"));
+        }
+      }
+    }
   }
   return lj;
 }

@@ -153,6 +153,17 @@ Expected<void, std::string> Engine::ask_lcores(const Request& request) {
 
 Expected<void, std::string> Engine::drain(std::string_view job_name) { return ask_lcores(RequestKind::drain, job_name); }
 
-Expected<void, std::string> Engine::reset(std::string_view job_name) { return ask_lcores(RequestKind::reset, job_name); }
+Expected<void, std::string> Engine::reset(std::string_view job_name) {
+  // A hierarchical job's epochs come from rank 0's hub, which tells the others: a reset there reaches every
+  // hub, one elsewhere would split the job's epochs.
+  if (const int j = current_->job_by_name(job_name); j >= 0) {
+    const JobPlan& plan = *current_->jobs[static_cast<size_t>(j)];
+    if (hierarchical(plan.math) && plan.math.hub.rack_of_rank[0] != plan.math.hub.my_rack) {
+      return unexpected("job '" + std::string(job_name) + "' spans racks: reset it at rank 0's hub (rack " +
+                        current_->config->racks[plan.math.hub.rack_of_rank[0]].name + "), which tells the other hubs");
+    }
+  }
+  return ask_lcores(RequestKind::reset, job_name);
+}
 
 }  // namespace phub::engine

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "phub/engine/engine.hpp"
+#include "phub/base/ipv4.hpp"
 #include "phub/engine/hierarchy.hpp"
 
 namespace phub::engine {
@@ -21,7 +22,7 @@ void add_hub_peers(const Snapshot& s, size_t j, CounterReport::Job& job) {
     CounterReport::Job::HubPeer p;
     p.rack = s.config->racks[rack].name;
     p.ipv4 = plan.hub->hubs[rack].ipv4;
-    uint64_t last = 0;
+    uint64_t last = 0, state = HubPeerCounters::kFingerprintUnknown, differs = 0;
     for (const auto& lj : s.runtimes[j]->lcores) {
       const HubPeerCounters& c = lj->hub_counters[rack];
       p.partials_sent += load(c.partials_sent);
@@ -29,8 +30,19 @@ void add_hub_peers(const Snapshot& s, size_t j, CounterReport::Job& job) {
       p.partials_received += load(c.partials_received);
       p.results_received += load(c.results_received);
       last = std::max(last, load(c.last_answer_tsc));
+      p.states_received += load(c.states_received);
+      state = std::max(state, load(c.fingerprint_state));  // differs on any lcore: differs
+      differs |= load(c.fingerprint_differs);
     }
     if (last != 0) p.answer_age_ms = (now > last ? now - last : 0) * 1000 / s.tsc_hz;
+    p.fingerprint = state == HubPeerCounters::kFingerprintEqual     ? "equal"
+                    : state == HubPeerCounters::kFingerprintDiffers ? "differs"
+                                                                    : "unknown";
+    for (size_t i = 0; i < HubFingerprint::kComponents; ++i) {
+      if ((differs >> i & 1) != 0) p.fingerprint_differs.emplace_back(fingerprint_component_key(static_cast<HubFingerprint::Component>(i)));
+    }
+    const uint64_t since = last != 0 ? last : s.runtimes[j]->created_tsc;
+    p.unreachable = s.round_stall_tsc != 0 && now > since && now - since > s.round_stall_tsc;
     job.hubs.push_back(std::move(p));
   }
 }
@@ -137,6 +149,37 @@ uint64_t Engine::job_allocated_bytes(size_t job_index) const {
   uint64_t total = 0;
   for (const auto& lj : snapshot().runtimes[job_index]->lcores) total += lj->allocated_bytes;
   return total;
+}
+
+std::vector<std::string> Engine::hub_events() {
+  std::vector<std::string> lines;
+  const CounterReport r = report();
+  for (const auto& j : r.jobs) {
+    for (const auto& h : j.hubs) {
+      auto& [said_differs, said_unreachable] = hub_said_[{j.id, h.rack}];
+      const std::string who = "job " + j.name + " (" + std::to_string(j.id) + "): hub " + h.rack + " (" +
+                              format_ipv4(h.ipv4) + ")";
+      if (h.fingerprint_differs != said_differs && !h.fingerprint_differs.empty()) {
+        std::string what;
+        for (size_t i = 0; i < HubFingerprint::kComponents; ++i) {
+          const auto c = static_cast<HubFingerprint::Component>(i);
+          if (std::find(h.fingerprint_differs.begin(), h.fingerprint_differs.end(), fingerprint_component_key(c)) !=
+              h.fingerprint_differs.end()) {
+            what += (what.empty() ? "" : "; ") + std::string(fingerprint_component_name(c));
+          }
+        }
+        lines.push_back(who + " holds another hierarchy (" + what +
+                        " differ from this hub's config); its forwards are dropped (fwd_fingerprint_mismatch)");
+      }
+      said_differs = h.fingerprint_differs;
+      if (h.unreachable != said_unreachable) {
+        lines.push_back(who + (h.unreachable ? " unreachable: nothing verified from it within round_stall_ms"
+                                             : " answers again"));
+      }
+      said_unreachable = h.unreachable;
+    }
+  }
+  return lines;
 }
 
 }  // namespace phub::engine

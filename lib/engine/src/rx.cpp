@@ -218,9 +218,13 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     return drop(Drop::bad_tag);
   }
   // Hub forwards name a rack, not a rank: they never reach a rank's address. A flat job has no hubs.
-  if (proto::opcode_is_forward(rx.hdr.opcode)) {
+  if (proto::opcode_is_hub(rx.hdr.opcode)) {
     if (plan.hub == nullptr) return drop(Drop::unexpected_opcode);
-    on_forward(rx, plan, lj);
+    if (rx.hdr.opcode == proto::Opcode::hub_state) {
+      on_hub_state(rx, plan, lj);
+    } else {
+      on_forward(rx, plan, lj);
+    }
     return consume(m);
   }
   if (rx.hdr.rank >= plan.math.workers) return drop(Drop::bad_rank);
@@ -509,6 +513,7 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     // A rank joins the current epoch once: a second process claiming the rank (a worker of a new run,
     // before its rank 0 restarted the job) is told who holds it and waits for the restart.
     p.incarnation = incarnation;
+    if (h.rank == 0 && incarnation != 0 && hierarchical(plan.math)) hub_state_changed(lj);  // peers learn the holder
   }
   if (p.incarnation == incarnation && incarnation != 0) {
     // A join of the holder sets its address, unless the address is proven and this join is not later than
@@ -566,7 +571,9 @@ void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool 
   }
   __atomic_store_n(&lj.rounds_in_epoch, false, __ATOMIC_RELAXED);
   lj.epoch_first_round = 0;
+  lj.fresh_weights_epoch = fresh_weights;
   lj.forget_peers();
+  if (hierarchical(plan.math)) hub_state_changed(lj);  // the other hubs take the epoch from here
   __atomic_store_n(&lj.epoch, epoch, __ATOMIC_RELAXED);
   bump(lj.counters.epochs_started);
 }

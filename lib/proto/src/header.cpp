@@ -5,6 +5,7 @@
 
 #include "phub/base/bytes.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/hub_state.hpp"
 
 namespace phub::proto {
 namespace {
@@ -49,8 +50,8 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   h.seq = load_be<uint32_t>(p + kOffSeq);
 
   if (h.payload_bytes != udp_payload.size() - kHeaderBytes) return ParseError::payload_length_mismatch;
-  // A forward's crc32c field is half of its payload MAC; a partial is the unrounded fp32 sum.
-  if (opcode_is_forward(h.opcode) &&
+  // A hub message's crc32c field is half of its payload MAC; a partial is the unrounded fp32 sum.
+  if (opcode_is_hub(h.opcode) &&
       ((h.flags & flag::crc) != 0 || (h.opcode == Opcode::fwd_partial && h.dtype != Dtype::fp32))) {
     return ParseError::bad_forward;
   }
@@ -58,6 +59,8 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
     if (static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) != h.payload_bytes) {
       return ParseError::elem_count_mismatch;
     }
+  } else if (h.opcode == Opcode::hub_state) {
+    if (!parse_hub_state(udp_payload.subspan(kHeaderBytes))) return ParseError::bad_hub_state;
   } else if (h.payload_bytes != 0 && h.opcode != Opcode::probe_request && h.opcode != Opcode::probe_reply) {
     return ParseError::unexpected_payload;
   }

@@ -19,6 +19,7 @@ std::string_view opcode_name(Opcode op) noexcept {
     case Opcode::init: return "init";
     case Opcode::pull: return "pull";
     case Opcode::joined: return "joined";
+    case Opcode::hub_state: return "hub_state";
   }
   return "unknown";
 }
@@ -66,6 +67,7 @@ std::string_view parse_error_name(ParseError e) noexcept {
     case ParseError::icmp_malformed: return "icmp_malformed";
     case ParseError::icmp_bad_checksum: return "icmp_bad_checksum";
     case ParseError::bad_forward: return "bad_forward";
+    case ParseError::bad_hub_state: return "bad_hub_state";
     case ParseError::count_: break;
   }
   return "unknown";

@@ -9,11 +9,16 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "harness.hpp"
+#include "phub/ctl/counter_cache.hpp"
+#include "phub/ctl/prometheus.hpp"
+#include "phub/ctl/report_json.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/hub_state.hpp"
 
 namespace phub::test {
 namespace {
@@ -103,7 +108,9 @@ struct RackHub {
   std::unique_ptr<Workers> workers;
   std::unique_ptr<Workers> core;
 
-  RackHub(const config::Job& j, uint16_t r, uint16_t racks, unsigned lcore_id) : job(j), rack(r) {
+  RackHub(const config::Job& j, uint16_t r, uint16_t racks, unsigned lcore_id,
+          const std::function<void(config::Config&)>& tweak = nullptr)
+      : job(j), rack(r) {
     cfg = make_config(worker_link.server_name(), 1, {job});
     cfg.lcores[0].id = lcore_id;
     config::Port p = cfg.ports[0];
@@ -113,6 +120,7 @@ struct RackHub {
     cfg.ports.push_back(p);
     for (uint16_t i = 0; i < racks; ++i) cfg.racks.push_back({"r" + std::to_string(i), hub_ip(i), 0, {}});
     cfg.rack = "r" + std::to_string(rack);
+    if (tweak) tweak(cfg);
     auto e = engine::Engine::create(cfg);
     if (!e) throw std::runtime_error(e.error());
     engine = std::move(*e);
@@ -125,8 +133,26 @@ struct RackHub {
     if (!started) throw std::runtime_error(started.error());
     for (uint16_t rank : local_ranks()) workers->prove(job, rank);
   }
-  // Started hubs have had time to learn each other's MACs (ARP, asked every 10 ms until answered).
-  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(60)); }
+  // This hub's view of its peer hubs (phub-ctl job's).
+  [[nodiscard]] std::vector<engine::CounterReport::Job::HubPeer> peers() const { return engine->report().jobs[0].hubs; }
+  [[nodiscard]] uint16_t epoch() const { return engine->report().jobs[0].epoch; }
+  // Started hubs learn each other's MACs (ARP, asked every 10 ms until answered), then exchange hub_state
+  // until each has a fresh one of every peer with the same fingerprint: before that forwards are dropped.
+  static void settle(const std::vector<RackHub*>& hubs) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (RackHub* h : hubs) {
+      auto agreed = [h] {
+        for (const auto& p : h->peers()) {
+          if (p.fingerprint != "equal") return false;
+        }
+        return true;
+      };
+      while (!agreed() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      ASSERT_TRUE(agreed()) << "rack " << h->rack << ": no fresh hub_state with the same fingerprint from a peer";
+    }
+  }
   ~RackHub() {
     engine->stop();
     workers.reset();
@@ -160,6 +186,14 @@ class Switch {
   }
   std::function<bool(const proto::Header&)> drop = [](const proto::Header&) { return false; };
   std::atomic<uint64_t> dropped{0};
+  // Every hub_state frame hub `from` sent, in order (the switch thread adds, the test reads under the lock).
+  std::vector<std::byte> last_state(size_t from, uint16_t epoch) {
+    std::lock_guard lock(mu_);
+    for (auto it = states_.rbegin(); it != states_.rend(); ++it) {
+      if (it->first == from && proto::parse_phub_frame(it->second)->hdr.epoch == epoch) return it->second;
+    }
+    return {};
+  }
 
  private:
   void run() {
@@ -181,9 +215,14 @@ class Switch {
     }
   }
   void deliver(size_t from, const std::vector<std::byte>& frame) {
-    if (auto f = proto::parse_phub_frame(frame); f && drop(f->hdr)) {
+    auto f = proto::parse_phub_frame(frame);
+    if (f && drop(f->hdr)) {
       ++dropped;
       return;
+    }
+    if (f && f->hdr.opcode == proto::Opcode::hub_state) {
+      std::lock_guard lock(mu_);
+      states_.emplace_back(from, frame);
     }
     MacAddr dst{};
     std::memcpy(dst.data(), frame.data(), dst.size());
@@ -195,6 +234,8 @@ class Switch {
   }
 
   std::vector<RackHub*> hubs_;
+  std::mutex mu_;
+  std::vector<std::pair<size_t, std::vector<std::byte>>> states_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -216,7 +257,8 @@ struct TwoHubs {
 using Results = std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<std::byte>>;
 
 // `ranks` of `job` push every segment of every chunk of `round` through `w`.
-void push_all(Workers& w, const config::Job& job, const std::vector<uint16_t>& ranks, uint32_t round, const Values& v) {
+void push_all(Workers& w, const config::Job& job, const std::vector<uint16_t>& ranks, uint32_t round, const Values& v,
+              uint16_t epoch = 0) {
   const proto::Layout& l = w.layout(job, 1);
   for (uint16_t rank : ranks) {
     for (uint32_t c = 0; c < l.chunk_count(); ++c) {
@@ -226,6 +268,7 @@ void push_all(Workers& w, const config::Job& job, const std::vector<uint16_t>& r
         h.dtype = job.dtype;
         h.rank = rank;
         h.round = round;
+        h.epoch = epoch;
         h.chunk_id = c;
         h.elem_offset = l.segment_offset(seg);
         h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(c), seg));
@@ -260,11 +303,12 @@ void collect(Workers& w, const config::Job& job, size_t ranks, uint32_t round, R
 }
 
 // Runs rounds first_round .. rounds - 1 over the hubs; returns each hub's results.
-std::vector<Results> run_hubs(std::vector<RackHub*> hubs, uint32_t rounds, const Values& v, uint32_t first_round = 0) {
-  RackHub::settle();
+std::vector<Results> run_hubs(std::vector<RackHub*> hubs, uint32_t rounds, const Values& v, uint32_t first_round = 0,
+                              uint16_t epoch = 0) {
+  RackHub::settle(hubs);
   std::vector<Results> out(hubs.size());
   for (uint32_t round = first_round; round < rounds; ++round) {
-    for (RackHub* h : hubs) push_all(*h->workers, h->job, h->local_ranks(), round, v);
+    for (RackHub* h : hubs) push_all(*h->workers, h->job, h->local_ranks(), round, v, epoch);
     for (size_t i = 0; i < hubs.size(); ++i) {
       collect(*hubs[i]->workers, hubs[i]->job, hubs[i]->local_ranks().size(), round, out[i]);
     }
@@ -452,11 +496,11 @@ TEST(Hubs, ALostPartialAndALostResultAreSentAgain) {
   EXPECT_EQ(got[0], got[1]);
 }
 
-// A forward of zeros to `to` from `src_ip`:`src_port`, sealed with the job's secret (its payload altered after if
+// A hub message to `to` from `src_ip`:`src_port`, sealed with the job's secret (its payload altered after if
 // `corrupt`).
-std::vector<std::byte> forward_frame(const RackHub& to, const config::Job& job, proto::Header h, uint32_t src_ip,
-                                     uint16_t src_port, bool corrupt = false) {
-  const std::vector<std::byte> payload(h.elem_count * dtype_bytes(h.dtype));  // zeros
+std::vector<std::byte> sealed_frame(const RackHub& to, const config::Job& job, proto::Header h,
+                                    const std::vector<std::byte>& payload, uint32_t src_ip, uint16_t src_port,
+                                    bool corrupt = false) {
   proto::FlowAddrs a;
   a.src_mac = {0x02, 0x48, 0x55, 0x42, 0x00, 0x01};
   a.dst_mac = to.core_mac();
@@ -474,6 +518,63 @@ std::vector<std::byte> forward_frame(const RackHub& to, const config::Job& job, 
   if (corrupt) frame.back() ^= std::byte{1};  // after the MAC was taken: the payload changed on the way
   proto::refresh_udp_checksum(frame);
   return frame;
+}
+
+// A forward of zeros.
+std::vector<std::byte> forward_frame(const RackHub& to, const config::Job& job, proto::Header h, uint32_t src_ip,
+                                     uint16_t src_port, bool corrupt = false) {
+  return sealed_frame(to, job, h, std::vector<std::byte>(h.elem_count * dtype_bytes(h.dtype)), src_ip, src_port,
+                      corrupt);
+}
+
+// A hub_state of `epoch` from rack `from`'s hub address and port, sealed with the job's secret.
+std::vector<std::byte> state_frame(const RackHub& to, const config::Job& job, uint16_t from, uint16_t epoch,
+                                   const proto::HubState& st) {
+  proto::Header h;
+  h.opcode = proto::Opcode::hub_state;
+  h.rank = from;
+  h.epoch = epoch;
+  std::vector<std::byte> payload(proto::kHubStateBytes);
+  proto::write_hub_state(st, std::span<std::byte, proto::kHubStateBytes>(payload.data(), proto::kHubStateBytes));
+  return sealed_frame(to, job, h, payload, hub_ip(from), job.port_base);
+}
+
+// Plays rack `rack`'s hub towards `a` (no switch on its core link) until `a` holds a fresh hub_state of it
+// with the same fingerprint: answers a's ARP requests for the hub's address and echoes a's hub_state.
+void greet_as_peer(RackHub& a, const config::Job& job, uint16_t rack) {
+  const MacAddr fake{0x02, 0x48, 0x55, 0x42, 0x00, 0x01};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto agreed = [&] { return a.peers().at(0).fingerprint == "equal"; };
+  rte_mbuf* pkts[32];
+  while (!agreed() && std::chrono::steady_clock::now() < deadline) {
+    const uint16_t n = a.core->receive_raw(0, pkts, 32);
+    for (uint16_t k = 0; k < n; ++k) {
+      std::vector<std::byte> frame(pkts[k]->pkt_len);
+      const void* data = rte_pktmbuf_read(pkts[k], 0, pkts[k]->pkt_len, frame.data());
+      if (data != frame.data()) std::memcpy(frame.data(), data, frame.size());
+      rte_pktmbuf_free(pkts[k]);
+      if (auto f = proto::parse_phub_frame(frame); f && f->hdr.opcode == proto::Opcode::hub_state) {
+        const auto st = proto::parse_hub_state(f->payload);
+        ASSERT_TRUE(st.has_value());
+        proto::HubState answer;
+        answer.fingerprint = st->fingerprint;
+        answer.nonce = 0x5eed0001;
+        answer.echo = st->nonce;
+        a.core->send_frame(state_frame(a, job, rack, f->hdr.epoch, answer), 0);
+        continue;
+      }
+      auto l2 = proto::parse_l2(frame);
+      if (!l2) continue;
+      auto arp = proto::parse_arp(frame, *l2);
+      if (arp && arp->op == proto::ArpOp::request && arp->target_ip == hub_ip(rack)) {
+        std::array<std::byte, proto::kArpFrameBytes> reply{};
+        ASSERT_GT(proto::build_arp_reply(*arp, fake, hub_ip(rack), reply), 0u);
+        a.core->send_frame(std::vector<std::byte>(reply.begin(), reply.end()), 0);
+      }
+    }
+    if (n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(agreed()) << "no fresh hub_state exchange with the emulated peer";
 }
 
 // An attacker on the core claims hub 1's address for its own MAC, by gratuitous ARP and by unsolicited
@@ -513,6 +614,7 @@ TEST(Hubs, WrongForwardsAreCountedDropsOfTheJob) {
   const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
   RackHub a(job, 0, 2, 1);
   a.start();
+  greet_as_peer(a, job, 1);  // forwards are taken only from a peer whose hierarchy is known to be the same
   const proto::Layout& l = a.workers->layout(job, 1);
   // A chunk homed at hub 0 (rack 1 sends it partials) and one homed at hub 1.
   auto plan = a.engine->snapshot().jobs[0];
@@ -595,6 +697,205 @@ TEST(Hubs, AWorkerOfAnotherRackIsDroppedAndAPsJobIsRefused) {
   }
   job.mode = config::JobMode::ps;
   EXPECT_THROW(RackHub(job, 0, 2, 1), std::runtime_error);
+}
+
+// ---- Epochs and the hierarchy across hubs (hub_state) ----
+
+// `rank` joins through `w` as `incarnation` (0: only asks where the job stands); the joined answer.
+proto::Header join(Workers& w, const config::Job& job, uint16_t rank, uint32_t incarnation, uint16_t flags = 0,
+                   uint16_t epoch = 0) {
+  proto::Header h;
+  h.opcode = proto::Opcode::join;
+  h.rank = rank;
+  h.aux = incarnation;
+  h.flags = flags;
+  h.epoch = epoch;
+  w.send(job, rank, h, {});
+  const auto got = w.receive(1);
+  EXPECT_EQ(got.size(), 1u);
+  if (got.empty()) return {};
+  EXPECT_EQ(got[0].hdr.opcode, proto::Opcode::joined);
+  return got[0].hdr;
+}
+
+// Waits until `pred` holds, at most `s` seconds; returns it.
+template <typename Pred>
+bool eventually(Pred pred, int s = 3) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(s);
+  while (!pred() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return pred();
+}
+
+uint64_t drop_of(const RackHub& h, engine::Drop d) { return h.counters().drops[static_cast<size_t>(d)]; }
+
+// Rank 0's join restarts the job at its hub; the other hub's workers, asking as a waiting client does, see
+// the epoch, its first round and rank 0's holder, join it, and their rounds complete with a flat server's sums.
+void start_epoch_everywhere(RackHub& a, RackHub& b, const config::Job& job, uint16_t epoch) {
+  const uint32_t holder = 0xa000u + epoch;
+  const proto::Header started = join(*a.workers, job, 0, holder, proto::flag::epoch_start, epoch);
+  EXPECT_EQ(started.epoch, epoch);
+  EXPECT_EQ(started.elem_offset, holder);
+  EXPECT_EQ(join(*a.workers, job, 1, 0xb000u + epoch).epoch, epoch);
+  proto::Header seen;
+  EXPECT_TRUE(eventually([&] {
+    seen = join(*b.workers, job, 2, 0);
+    return seen.epoch == epoch && seen.elem_offset == holder;
+  })) << "hub 1 answers epoch " << seen.epoch << " rank 0 holder " << seen.elem_offset;
+  EXPECT_EQ(seen.round, 0u) << "the epoch's first round";
+  EXPECT_EQ(seen.aux, 0u) << "rank 2 is free in the new epoch";
+  for (uint16_t rank : {uint16_t{2}, uint16_t{3}}) {
+    const uint32_t me = 0xc000u + epoch * 16u + rank;
+    const proto::Header j = join(*b.workers, job, rank, me);
+    EXPECT_EQ(j.epoch, epoch);
+    EXPECT_EQ(j.aux, me);
+  }
+}
+
+// Two settled hubs of a 2 x 2 fp32 job, and a flat engine's results of its first `rounds` rounds.
+struct SettledHubs {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  const Values v = gradient;
+  const Results flat;
+  TwoHubs hubs{job};
+  RackHub &a = hubs.a, &b = hubs.b;
+  explicit SettledHubs(uint32_t rounds) : flat(run_flat(job, rounds, v)) { RackHub::settle({&a, &b}); }
+};
+
+TEST(Hubs, AnEpochRankZeroStartsReachesTheOtherHubsWorkers) {
+  SettledHubs s(2);
+  for (uint16_t epoch : {uint16_t{1}, uint16_t{2}}) {
+    start_epoch_everywhere(s.a, s.b, s.job, epoch);
+    const std::vector<Results> got = run_hubs({&s.a, &s.b}, 2, s.v, 0, epoch);
+    EXPECT_EQ(got[0], s.flat) << "epoch " << epoch;
+    EXPECT_EQ(got[1], s.flat) << "epoch " << epoch;
+    EXPECT_EQ(s.b.epoch(), epoch);
+  }
+  const auto ca = s.a.counters(), cb = s.b.counters();
+  EXPECT_EQ(ca.epochs_started, 2u) << "two rank 0 starts";
+  EXPECT_EQ(cb.epochs_started, 2u) << "both taken from rank 0's hub";
+  EXPECT_GE(cb.hub_epochs_adopted, 2u);
+  EXPECT_EQ(ca.hub_epochs_adopted, 0u) << "rank 0's hub takes no epoch from others";
+  EXPECT_GT(ca.hub_states_received, 0u);
+  EXPECT_GT(cb.hub_states_received, 0u);
+  for (const RackHub* h : {&s.a, &s.b}) {
+    for (auto d : {engine::Drop::hub_state_stale, engine::Drop::fwd_peer_unverified,
+                   engine::Drop::fwd_fingerprint_mismatch, engine::Drop::fwd_bad_mac}) {
+      EXPECT_EQ(drop_of(*h, d), 0u) << engine::drop_name(d);
+    }
+  }
+}
+
+TEST(Hubs, ReplayedAndForgedHubStatesChangeNothingAndAreCounted) {
+  SettledHubs s(1);
+  start_epoch_everywhere(s.a, s.b, s.job, 1);
+  ASSERT_TRUE(eventually([&] { return !s.hubs.sw.last_state(0, 1).empty(); }));
+  const std::vector<std::byte> old = s.hubs.sw.last_state(0, 1);  // rank 0's hub, epoch 1: genuine
+  start_epoch_everywhere(s.a, s.b, s.job, 2);
+  ASSERT_EQ(s.b.epoch(), 2);
+
+  // The genuine message of epoch 1 again: it echoes hub 1's nonce of this run, but its epoch is older.
+  s.b.core->send_frame(old, 0);
+  EXPECT_TRUE(eventually([&] { return drop_of(s.b, engine::Drop::hub_state_stale) == 1; }));
+  // Its epoch moved on by someone without the key: the header tag fails.
+  std::vector<std::byte> moved = old;
+  moved[proto::kFrameHeadersBytes - proto::kHeaderBytes + 31] = std::byte{7};  // epoch 7 (low byte)
+  s.b.core->send_frame(moved, 0);
+  EXPECT_TRUE(eventually([&] { return drop_of(s.b, engine::Drop::bad_tag) == 1; }));
+  // Another rank 0 holder in its payload, without the key: the payload MAC fails.
+  std::vector<std::byte> holder = old;
+  holder[proto::kFrameHeadersBytes + 48] ^= std::byte{0x40};
+  s.b.core->send_frame(holder, 0);
+  EXPECT_TRUE(eventually([&] { return drop_of(s.b, engine::Drop::fwd_bad_mac) == 1; }));
+  // Sealed with the key (an insider), epoch 7, but echoing a nonce hub 1 never sent (another run's).
+  const auto f = proto::parse_phub_frame(old);
+  ASSERT_TRUE(f.has_value());
+  proto::HubState st = *proto::parse_hub_state(f->payload);
+  st.echo ^= 0x5a5a5a5a;
+  s.b.core->send_frame(state_frame(s.b, s.job, 0, 7, st), 0);
+  EXPECT_TRUE(eventually([&] { return drop_of(s.b, engine::Drop::hub_state_stale) == 2; }));
+  // From the wrong address (rack 1's own, at hub 1): dropped before it is read.
+  std::vector<std::byte> own = state_frame(s.b, s.job, 1, 7, st);
+  s.b.core->send_frame(own, 0);
+  EXPECT_TRUE(eventually([&] { return drop_of(s.b, engine::Drop::fwd_bad_rack) == 1; }));
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(s.b.epoch(), 2) << "no replay or forgery moved the epoch";
+  EXPECT_EQ(s.b.counters().epochs_started, 2u);
+  EXPECT_EQ(join(*s.b.workers, s.job, 2, 0).elem_offset, 0xa000u + 2) << "rank 0's holder is the epoch 2 run's";
+  const std::vector<Results> got = run_hubs({&s.a, &s.b}, 1, s.v, 0, 2);
+  EXPECT_EQ(got[0], s.flat);
+  EXPECT_EQ(got[1], s.flat);
+}
+
+TEST(Hubs, AHubWithAnotherHierarchyIsNamedAndItsForwardsAreDropped) {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  config::Job other = job;
+  other.reduce = config::Reduce::mean;  // the arithmetic differs; the chunk map does not
+  RackHub a(job, 0, 2, 1), b(other, 1, 2, 2);
+  Switch sw({&a, &b});
+  sw.start();
+  a.start();
+  b.start();
+  for (RackHub* h : {&a, &b}) {
+    ASSERT_TRUE(eventually([h] { return h->peers().at(0).fingerprint == "differs"; })) << "rack " << h->rack;
+    EXPECT_EQ(h->peers().at(0).fingerprint_differs, std::vector<std::string>{"arithmetic"});
+  }
+  const auto lines = a.engine->hub_events();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("hub r1 (10.1.0.2) holds another hierarchy (the arithmetic (mode, reduce"), std::string::npos)
+      << lines[0];
+  EXPECT_TRUE(a.engine->hub_events().empty()) << "said once";
+
+  push_all(*a.workers, job, a.local_ranks(), 0, gradient);
+  push_all(*b.workers, other, b.local_ranks(), 0, gradient);
+  for (RackHub* h : {&a, &b}) {
+    EXPECT_TRUE(eventually([h] { return drop_of(*h, engine::Drop::fwd_fingerprint_mismatch) >= h->segments_homed(false); }))
+        << "rack " << h->rack << ": the other hub's partials";
+    EXPECT_EQ(h->counters().partials_received, 0u);
+    EXPECT_EQ(h->counters().rounds_completed, 0u) << "no partial of another hierarchy is summed";
+  }
+  EXPECT_EQ(a.epoch(), 0);
+  EXPECT_EQ(b.counters().hub_epochs_adopted, 0u) << "no epoch from a hub of another hierarchy";
+}
+
+TEST(Hubs, APeerThatDoesNotAnswerIsUnreachableUntilItDoes) {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  auto deadline_500ms = [](config::Config& c) { c.timeouts.round_stall_ms = 500; };
+  RackHub a(job, 0, 2, 1, deadline_500ms), b(job, 1, 2, 2, deadline_500ms);
+  Switch sw({&a, &b});
+  sw.start();
+  a.start();  // hub 1 is not started: it answers nothing
+  ASSERT_TRUE(eventually([&] { return a.peers().at(0).unreachable; }));
+  EXPECT_EQ(a.peers().at(0).answer_age_ms, UINT64_MAX);
+  auto lines = a.engine->hub_events();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("hub r1 (10.1.0.2) unreachable"), std::string::npos) << lines[0];
+  // The outputs built from kHubPeerFields say it too: stats --json and Prometheus.
+  const ctl::CounterSample sample{a.engine->report(), 0, 1};
+  const std::string json = ctl::report_json(sample);
+  EXPECT_NE(json.find("\"rack\": \"r1\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"unreachable\": 1"), std::string::npos) << json;
+  bool exported = false;
+  for (const auto& fam : ctl::metric_families(sample.report)) {
+    if (fam.name != "phub_hub_unreachable") continue;
+    ASSERT_EQ(fam.metric.size(), 1u);
+    EXPECT_EQ(fam.metric[0].gauge.value, 1.0);
+    exported = true;
+  }
+  EXPECT_TRUE(exported) << "no phub_hub_unreachable family";
+  b.start();
+  ASSERT_TRUE(eventually([&] { return !a.peers().at(0).unreachable; }));
+  lines = a.engine->hub_events();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("hub r1 (10.1.0.2) answers again"), std::string::npos) << lines[0];
+  // Between rounds keep-alives (at most a quarter of the deadline apart) keep it reachable.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  EXPECT_FALSE(a.peers().at(0).unreachable);
+  EXPECT_FALSE(b.peers().at(0).unreachable);
+  EXPECT_TRUE(a.engine->hub_events().empty());
+  const std::vector<Results> got = run_hubs({&a, &b}, 1, gradient);
+  EXPECT_EQ(got[0], model(job, *a.workers, 1, gradient));
+  EXPECT_EQ(got[1], got[0]);
 }
 
 }  // namespace

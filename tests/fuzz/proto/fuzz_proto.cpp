@@ -8,6 +8,7 @@
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/frame.hpp"
+#include "phub/proto/hub_state.hpp"
 
 using namespace phub::proto;
 
@@ -62,7 +63,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto whole = parse_phub_frame(frame);
   if (whole) {
     round_trip(*whole);
-    if (opcode_is_forward(whole->hdr.opcode)) {
+    if (whole->hdr.opcode == Opcode::hub_state) {
+      // What parses as a hub_state has a payload that parses and writes back byte for byte.
+      auto s = parse_hub_state(whole->payload);
+      check(s.has_value());
+      std::array<std::byte, kHubStateBytes> again{};
+      write_hub_state(*s, again);
+      check(std::memcmp(again.data(), whole->payload.data(), kHubStateBytes) == 0);
+    }
+    if (opcode_is_hub(whole->hdr.opcode)) {
       forward(*whole, std::span<const std::byte>(frame).subspan(whole->udp.payload_offset,
                                                                  kHeaderBytes + whole->payload.size()));
     }

@@ -50,6 +50,10 @@ for opcode in range(1, 14):
         with open(os.path.join(out, f"op{opcode}_dt{dtype}"), "wb") as f:
             f.write(frame)
         n += 1
+# hub_state (opcode 14): its 64-byte payload (fingerprint, nonce 1, echo 0, holder, first round, flags)
+state = struct.pack("!5QIIIIII", 1, 2, 3, 4, 5, 1, 0, 77, 0, 0, 0)
+open(os.path.join(out, "op14"), "wb").write(eth(0x0800) + ipv4(17, udp(phub(14, 0, 0, state))))
+n += 1
 arp = eth(0x0806) + struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, bytes(6), bytes([198, 18, 0, 2]), bytes(6),
                                 bytes([198, 18, 0, 1]))
 open(os.path.join(out, "arp"), "wb").write(arp)

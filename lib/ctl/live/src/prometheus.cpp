@@ -4,6 +4,8 @@
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 
+#include "phub/base/ipv4.hpp"
+
 namespace phub::ctl {
 namespace {
 
@@ -115,6 +117,23 @@ void job_families(const engine::CounterReport& r, std::vector<MetricFamily>& out
   for (auto* f : {&epoch, &open, &draining, &latency}) out.push_back(std::move(*f));
 }
 
+// Hierarchical jobs: one series per (job, peer hub) for each field of engine::kHubPeerFields.
+void hub_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
+  for (const auto& f : engine::kHubPeerFields) {
+    auto fam = family("phub_hub_" + std::string(f.name) + (f.gauge ? "" : "_total"), f.help,
+                      f.gauge ? MetricType::Gauge : MetricType::Counter);
+    for (const auto& j : r.jobs) {
+      for (const auto& h : j.hubs) {
+        std::vector<ClientMetric::Label> labels{{"job_name", j.name}, {"job_id", std::to_string(j.id)},
+                                                {"rack", h.rack}, {"hub", format_ipv4(h.ipv4)}};
+        const auto v = static_cast<double>(f.get(h));
+        fam.metric.push_back(f.gauge ? gauge(std::move(labels), v) : counter(std::move(labels), v));
+      }
+    }
+    out.push_back(std::move(fam));
+  }
+}
+
 void drop_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
   auto drops = family("phub_drops_total", "packets not used, by reason; per job once the UDP port named the job",
                       MetricType::Counter);
@@ -178,6 +197,7 @@ std::vector<MetricFamily> metric_families(const engine::CounterReport& r) {
   std::vector<MetricFamily> out;
   lcore_families(r, out);
   job_families(r, out);
+  hub_families(r, out);
   drop_families(r, out);
   port_families(r, out);
   pool_families(r, out);

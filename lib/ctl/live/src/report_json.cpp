@@ -1,6 +1,7 @@
 // A counter sample as JSON (see report_json.hpp).
 #include "phub/ctl/report_json.hpp"
 
+#include "phub/base/ipv4.hpp"
 #include "phub/base/json_writer.hpp"
 
 namespace phub::ctl {
@@ -46,6 +47,20 @@ std::string report_json(const CounterSample& s) {
     w.value("open_rounds", j.open_rounds);
     for (const auto& f : engine::kJobFields) w.value(f.name, j.counters.*f.member);
     drops(w, j.counters.drops);
+    w.begin_array("hubs");  // hierarchical jobs: each peer hub (docs/hierarchy.md)
+    for (const auto& h : j.hubs) {
+      w.begin_object();
+      w.value("rack", h.rack);
+      w.value("ipv4", format_ipv4(h.ipv4));
+      for (const auto& f : engine::kHubPeerFields) w.value(f.name, f.get(h));
+      if (h.answer_age_ms != UINT64_MAX) w.value("answer_age_ms", h.answer_age_ms);
+      w.value("fingerprint", h.fingerprint);
+      w.begin_array("fingerprint_differs", true);
+      for (const auto& c : h.fingerprint_differs) w.item(c);
+      w.end_array();
+      w.end_object();
+    }
+    w.end_array();
     w.begin_array("round_latency_us", true);  // rounds per bucket: up to each bound, the last one beyond
     for (uint64_t n : j.counters.round_latency) w.item(n);
     w.end_array();

@@ -87,11 +87,16 @@ Reply ServerControl::job(std::string_view name) {
     }
   }
   for (const auto& h : j.hubs) {
-    out += "hub " + h.rack + " (" + format_ipv4(h.ipv4) + "): partials_sent " + std::to_string(h.partials_sent) +
-           " partials_retransmitted " + std::to_string(h.partials_retransmitted) + " partials_received " +
-           std::to_string(h.partials_received) + " results_received " + std::to_string(h.results_received) +
-           " last_answer " + (h.answer_age_ms == UINT64_MAX ? std::string("never") : std::to_string(h.answer_age_ms) + " ms ago") +
-           "\n";
+    out += "hub " + h.rack + " (" + format_ipv4(h.ipv4) + "):";
+    for (const auto& f : engine::kHubPeerFields) {
+      if (!f.gauge) out += " " + std::string(f.name) + " " + std::to_string(f.get(h));
+    }
+    out += " last_answer " + (h.answer_age_ms == UINT64_MAX ? std::string("never") : std::to_string(h.answer_age_ms) + " ms ago");
+    out += " fingerprint " + h.fingerprint;
+    for (size_t k = 0; k < h.fingerprint_differs.size(); ++k) out += (k == 0 ? " (" : ", ") + h.fingerprint_differs[k];
+    if (!h.fingerprint_differs.empty()) out += " differ)";
+    if (h.unreachable) out += " UNREACHABLE";
+    out += "\n";
   }
   return Reply::success(out);
 }

@@ -56,7 +56,10 @@ namespace phub::engine {
   X(fwd_not_home, "hub forward: a partial for a chunk homed elsewhere, or a result for one homed here")      \
   X(fwd_bad_piece, "hub forward: the element range is not a piece (partial) or segment (result) of the chunk") \
   X(fwd_stale, "hub result for another round, or for a segment this rack has not forwarded")                \
-  X(hub_unresolved, "a forward not sent: the peer hub's MAC address is not known yet (ARP asked)")
+  X(hub_unresolved, "a forward not sent: the peer hub's MAC address is not known yet (ARP asked)")         \
+  X(fwd_peer_unverified, "hub forward from a peer hub no fresh hub_state has come from yet (fingerprint unknown)") \
+  X(fwd_fingerprint_mismatch, "hub forward from a peer hub whose hierarchy fingerprint differs from this hub's") \
+  X(hub_state_stale, "hub_state that echoes no nonce of this lcore's, or an older epoch of rank 0's hub: a replay")
 
 enum class Drop : uint8_t {
 #define PHUB_X(name, help) name,
@@ -119,6 +122,9 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(forwards_copied, "hierarchical: forwards whose payload was copied (sum not in a result buffer, or the port cannot chain)") \
   X(hub_results_sent, "hierarchical: fwd_result segments sent to other racks' hubs, resends included")      \
   X(hub_results_received, "hierarchical: fwd_result segments from home hubs that completed a segment here") \
+  X(hub_states_sent, "hierarchical: hub_state messages sent to peer hubs (epoch, fingerprint, keep-alive)")   \
+  X(hub_states_received, "hierarchical: fresh hub_state messages received (they echoed this lcore's nonce)")  \
+  X(hub_epochs_adopted, "hierarchical: epochs (or rank 0 holders) taken from rank 0's hub")                    \
   X(round_latency_sum_ns, "sum of the completed rounds' latencies, first push to last result")
 
 // Round latency histogram: a round's time from its first contribution to its completion. Upper bounds in

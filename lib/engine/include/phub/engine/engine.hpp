@@ -51,7 +51,15 @@ struct CounterReport {
       std::string rack;
       uint32_t ipv4 = 0;
       uint64_t partials_sent = 0, partials_retransmitted = 0, partials_received = 0, results_received = 0;
-      uint64_t answer_age_ms = UINT64_MAX;  // since its last verified forward (UINT64_MAX: never)
+      uint64_t answer_age_ms = UINT64_MAX;  // since its last verified forward or hub_state (UINT64_MAX: never)
+      uint64_t states_received = 0;         // fresh hub_state messages
+      // Its hierarchy fingerprint: "unknown" (no fresh hub_state yet), "equal" or "differs"; and then the
+      // components that differ, by name (fingerprint_component_name's first word: racks, ranks_by_rack, ...).
+      std::string fingerprint = "unknown";
+      std::vector<std::string> fingerprint_differs;
+      // No verified forward or hub_state from it within timeouts.round_stall_ms (since the job started, if
+      // none ever came). Never with round_stall_ms 0.
+      bool unreachable = false;
     };
     std::vector<HubPeer> hubs;
   };
@@ -71,6 +79,31 @@ struct CounterReport {
   std::vector<Port> ports;
   std::vector<Pool> pools;
   uint64_t tsc_hz = 0;
+};
+
+// The numbers of a peer hub that the outputs show (phub-ctl job, stats --json and
+// Prometheus; not the telemetry commands), from this one table: counters, then gauges (0 or 1).
+struct HubPeerField {
+  std::string_view name;
+  std::string_view help;
+  uint64_t (*get)(const CounterReport::Job::HubPeer&);
+  bool gauge;
+};
+inline constexpr HubPeerField kHubPeerFields[] = {
+    {"partials_sent", "fwd_partial pieces sent to the peer hub as the chunks' home, resends included",
+     [](const CounterReport::Job::HubPeer& p) { return p.partials_sent; }, false},
+    {"partials_retransmitted", "of those, resends",
+     [](const CounterReport::Job::HubPeer& p) { return p.partials_retransmitted; }, false},
+    {"partials_received", "verified partial pieces from the peer hub that fit a chunk homed here",
+     [](const CounterReport::Job::HubPeer& p) { return p.partials_received; }, false},
+    {"results_received", "verified fwd_results from the peer hub that fit a segment of its chunk",
+     [](const CounterReport::Job::HubPeer& p) { return p.results_received; }, false},
+    {"states_received", "fresh hub_state messages from the peer hub",
+     [](const CounterReport::Job::HubPeer& p) { return p.states_received; }, false},
+    {"unreachable", "1: nothing verified from the peer hub within timeouts.round_stall_ms",
+     [](const CounterReport::Job::HubPeer& p) { return uint64_t{p.unreachable}; }, true},
+    {"fingerprint_mismatch", "1: the peer hub's hierarchy fingerprint differs from this hub's (its forwards are dropped)",
+     [](const CounterReport::Job::HubPeer& p) { return uint64_t{!p.fingerprint_differs.empty()}; }, true},
 };
 
 // Every counter of a report, one "name value" list per lcore, job and port, and the drops (text form).
@@ -100,9 +133,8 @@ struct CheckpointWritten {
 // What a config asks for that the engine cannot run, as an error naming the fields; nullopt when it can.
 // Engine::create refuses such a config.
 [[nodiscard]] std::optional<std::string> engine_unsupported(const config::Config& cfg);
-// What phub-server refuses (--check and start): engine_unsupported, and racks as a whole: the engine runs
-// a hierarchical job's forwarding (docs/hierarchy.md), but workers' joins and epochs do not cross hubs yet,
-// so the workers of any rack without rank 0 would wait for its join forever.
+// What phub-server refuses (--check and start): what the engine refuses (engine_unsupported). Racks are
+// runnable: forwards, joins and epochs cross hubs (docs/hierarchy.md).
 [[nodiscard]] std::optional<std::string> unsupported_settings(const config::Config& cfg);
 
 class Engine {
@@ -147,6 +179,10 @@ class Engine {
   [[nodiscard]] Totals totals() const;
   // Every non-zero counter, one "name value" per line, grouped (for exit and on demand).
   [[nodiscard]] std::string format_counters() const;
+  // Control thread: one log line for each peer hub of a hierarchical job whose state changed since the last
+  // call: its fingerprint found to differ (naming the components), or it became unreachable or answered
+  // again (docs/hierarchy.md, "Reachability and failure"). phub-server prints them.
+  [[nodiscard]] std::vector<std::string> hub_events();
   [[nodiscard]] const Snapshot& snapshot() const noexcept { return *current_; }
   [[nodiscard]] const config::Config& config() const noexcept { return *current_->config; }
   // Bytes the data plane really allocated for a job (sum over its lcores), by index in the snapshot.
@@ -207,6 +243,8 @@ class Engine {
     uint16_t epoch = 0;
   };
   std::map<uint32_t, CheckpointSchedule> schedules_;  // by job id
+  // What hub_events last said of each (job id, peer rack): the differing components, and unreachable.
+  std::map<std::pair<uint32_t, std::string>, std::pair<std::vector<std::string>, bool>> hub_said_;
 };
 
 }  // namespace phub::engine

@@ -26,6 +26,8 @@ struct HubFingerprint {
 
 // The config fields each component covers, for messages ("racks (names, hub addresses, hub ports)").
 [[nodiscard]] std::string_view fingerprint_component_name(HubFingerprint::Component c) noexcept;
+// Its one-word key, for reports and labels: racks, ranks_by_rack, layout, arithmetic, optimizer.
+[[nodiscard]] std::string_view fingerprint_component_key(HubFingerprint::Component c) noexcept;
 
 // The fingerprint of `plan`'s job on a hub running `cfg`. Leaves out what may differ between hubs (this
 // hub's rack, port addresses, lcore ids, quotas, limits, sources) and the secret.

@@ -150,6 +150,10 @@ class Lcore {
   // A fwd_partial or fwd_result whose header tag passed: checked (payload MAC, rack, source, epoch,
   // chunk, piece), each wrong packet a counted drop, then counted into the chunk's round.
   void on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  // hub_state.cpp: the epoch and fingerprint exchange with the peer hubs of a hierarchical job.
+  void on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  void send_hub_states(const JobPlan& plan, LcoreJob& lj) noexcept;  // those due, on the 1 ms tick
+  static void hub_state_changed(LcoreJob& lj) noexcept;               // every peer hub is told again
   void on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, uint16_t piece) noexcept;
   void on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
   // Segment `seg` of the current round has its result in out[cur]: to this rack's workers, and from a home

@@ -62,7 +62,23 @@ struct HubPeerCounters {
   uint64_t partials_retransmitted = 0;  // of those, resends
   uint64_t partials_received = 0;       // verified pieces from it that fit a chunk homed here
   uint64_t results_received = 0;        // verified fwd_results from it that fit a segment of its chunk
-  uint64_t last_answer_tsc = 0;         // TSC of its last verified forward of the job's epoch (0: none yet)
+  uint64_t last_answer_tsc = 0;         // TSC of its last verified forward of the job's epoch or fresh hub_state
+  uint64_t states_received = 0;         // fresh hub_state messages from it (they echoed this lcore's nonce)
+  // Its hierarchy fingerprint, from its last fresh hub_state: one of the values below, and the components
+  // that differ from this hub's (bit i: HubFingerprint::Component i).
+  uint64_t fingerprint_state = 0;
+  uint64_t fingerprint_differs = 0;
+  static constexpr uint64_t kFingerprintUnknown = 0, kFingerprintEqual = 1, kFingerprintDiffers = 2;
+};
+
+// This lcore's side of the hub_state exchange with one peer hub (docs/hierarchy.md, "Epochs across hubs").
+// Touched only by the owning lcore.
+struct HubLink {
+  uint32_t my_nonce = 0;         // what this lcore sends the peer; a fresh message from it echoes this
+  uint32_t peer_nonce = 0;       // the peer lcore's nonce, echoed back to it (0: not heard yet)
+  uint32_t authority_nonce = 0;  // rank 0's hub: the nonce of its run whose epochs this lcore follows
+  bool peer_has_mine = false;    // its last fresh message showed this lcore's state: only keep-alives due
+  uint64_t next_send_tsc = 0;    // when the next hub_state goes out (0: at the next tick)
 };
 
 // The chunks (and their memory) that one lcore owns for one job. Created by the control thread on the
@@ -89,6 +105,7 @@ class LcoreJob {
   std::atomic<uint64_t>* hub_mac = nullptr;
   std::vector<uint64_t> hub_arp_tsc;  // by rack: when this lcore last asked ARP for the hub (0: never)
   std::vector<HubPeerCounters> hub_counters;  // by rack
+  std::vector<HubLink> hub_links;             // by rack
 
   // The result buffer behind out[i] of a chunk.
   [[nodiscard]] static ResultBuf* buf(const Chunk& c, int i) noexcept { return static_cast<ResultBuf*>(c.out_handle[i]); }
@@ -112,6 +129,7 @@ class LcoreJob {
   JobCounters counters;
   uint16_t epoch = 0;            // the job's epoch on this lcore (see docs/protocol.md, "Epochs")
   uint32_t epoch_first_round = 0;  // the epoch's first round: 0, or the round after a restored checkpoint's
+  bool fresh_weights_epoch = false;  // the epoch started with fresh weights (told to peer hubs)
   bool draining = false;         // no new rounds: the operator drains the job, or a reload removes it
   uint64_t open_rounds = 0;      // chunks with a round in progress (a gauge; written with bump())
   uint32_t stall_cursor = 0;

@@ -36,6 +36,7 @@ struct JobRuntime {
   std::vector<std::unique_ptr<LcoreJob>> lcores;  // by lcore index
   // Hierarchical jobs: the MAC of each rack's hub, shared by the lcores (see LcoreJob::hub_mac).
   std::unique_ptr<std::atomic<uint64_t>[]> hub_macs;
+  uint64_t created_tsc = 0;  // when it was admitted: a peer hub silent since then is unreachable after the deadline
 
   [[nodiscard]] uint64_t transmits_in_flight() const noexcept;
   [[nodiscard]] uint64_t open_rounds() const noexcept;  // chunks with a round in progress, over the lcores

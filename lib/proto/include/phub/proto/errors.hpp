@@ -33,7 +33,8 @@ enum class ParseError : uint8_t {
   arp_malformed,
   icmp_malformed,
   icmp_bad_checksum,
-  bad_forward,              // fwd_partial/fwd_result with the crc flag, or a fwd_partial not in fp32
+  bad_forward,              // a hub opcode with the crc flag, or a fwd_partial not in fp32
+  bad_hub_state,            // hub_state whose payload is not kHubStateBytes, or with unknown flags or reserved bits
   count_,  // number of reasons (for counter arrays)
 };
 

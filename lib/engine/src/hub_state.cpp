@@ -1,0 +1,146 @@
+// The hub_state exchange of hierarchical jobs (docs/hierarchy.md, "Epochs across hubs" and "What all hubs
+// must agree on"): every lcore tells the same lcore of each peer hub the job's epoch, the epoch's first
+// round, who holds rank 0 in it, and this hub's hierarchy fingerprint. Rank 0's hub is the authority on the
+// epoch; the other hubs take it from there, so that their workers' joins are answered as on a flat server.
+// Each message echoes the addressee's nonce: only an answer to what the addressee sent in this run is fresh,
+// so a replay of an earlier run's messages moves nothing.
+#include <rte_random.h>
+
+#include <algorithm>
+
+#include "phub/engine/hierarchy.hpp"
+#include "phub/engine/lcore.hpp"
+#include "phub/proto/hub_state.hpp"
+#include "rx_frame.hpp"
+
+namespace phub::engine {
+namespace {
+
+static_assert(proto::kHubFingerprintParts == HubFingerprint::kComponents);
+
+// While a peer has not shown it holds this lcore's state, the state goes out again after this long; once
+// it has, a keep-alive every kKeepAliveUs tells the peer this hub is there (docs/hierarchy.md,
+// "Reachability").
+constexpr uint64_t kResendUs = 10000;
+constexpr uint64_t kKeepAliveUs = 100000;
+
+uint16_t authority(const JobPlan& plan) noexcept { return plan.math.hub.rack_of_rank[0]; }
+
+}  // namespace
+
+void Lcore::hub_state_changed(LcoreJob& lj) noexcept {
+  for (HubLink& link : lj.hub_links) {
+    link.peer_has_mine = false;
+    link.next_send_tsc = 0;
+  }
+}
+
+void Lcore::send_hub_states(const JobPlan& plan, LcoreJob& lj) noexcept {
+  for (uint16_t rack = 0; rack < plan.math.hub.racks; ++rack) {
+    HubLink& link = lj.hub_links[rack];
+    if (rack == plan.math.hub.my_rack || (link.next_send_tsc != 0 && now_tsc_ < link.next_send_tsc)) continue;
+    // Not sent while ARP has not found the peer yet (resolve_hub asks): the next tick tries again.
+    if (!resolve_hub(plan, lj, rack)) continue;
+    proto::HubState st;
+    st.fingerprint = plan.hub->fingerprint.parts;
+    st.nonce = link.my_nonce;
+    st.echo = link.peer_nonce;
+    st.rank0_holder = lj.peer(0).incarnation;
+    st.first_round = lj.epoch_first_round;
+    st.flags = lj.fresh_weights_epoch ? proto::hub_state_flag::fresh_weights : 0;
+    std::array<std::byte, proto::kHubStateBytes> payload;
+    proto::write_hub_state(st, payload);
+    proto::Header h;
+    h.opcode = proto::Opcode::hub_state;
+    h.job_id = plan.cfg.id;
+    h.rank = plan.math.hub.my_rack;
+    h.epoch = lj.epoch;
+    h.payload_bytes = static_cast<uint16_t>(payload.size());
+    transmit_forward(plan, lj, rack, h, nullptr, payload.data());
+    bump(lj.counters.hub_states_sent);
+    uint64_t wait = hz_ / 1'000'000 * (link.peer_has_mine ? kKeepAliveUs : kResendUs);
+    if (snap_->round_stall_tsc != 0) wait = std::min(wait, snap_->round_stall_tsc / 4);  // seen before the deadline
+    link.next_send_tsc = now_tsc_ + wait;
+  }
+}
+
+void Lcore::on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+  const HubPlan& hub = *plan.hub;
+  const proto::Header& h = rx.hdr;
+  if (!proto::verify_fwd(plan.key, hub.payload_key, rx.msg.first<proto::kHeaderBytes>(), rx.payload)) {
+    return count_drop(lj, Drop::fwd_bad_mac);
+  }
+  if (h.rank >= plan.math.hub.racks || h.rank == plan.math.hub.my_rack) return count_drop(lj, Drop::fwd_bad_rack);
+  const HubPlan::Hub& sender = hub.hubs[h.rank];
+  if (rx.ip.src != sender.ipv4 || rx.udp.src_port != sender.port_base + r_.index) {
+    return count_drop(lj, Drop::fwd_wrong_source);
+  }
+  const auto st = proto::parse_hub_state(rx.payload);  // parse_header checked it: always a value here
+  if (!st) return count_drop(lj, Drop::fwd_bad_piece);
+  HubLink& link = lj.hub_links[h.rank];
+  if (st->echo == 0) {
+    // The peer has not heard from this lcore yet (it started, or this one did): remember its nonce and
+    // answer at once. Nothing else is taken from a message that proves no freshness.
+    link.peer_nonce = st->nonce;
+    link.next_send_tsc = 0;
+    return;
+  }
+  if (st->echo != link.my_nonce) return count_drop(lj, Drop::hub_state_stale);  // another run's, or replayed
+
+  // Fresh: the peer sent it after it received this lcore's nonce. A nonce not echoed yet is answered at once.
+  if (link.peer_nonce != st->nonce) link.next_send_tsc = 0;
+  link.peer_nonce = st->nonce;
+  HubPeerCounters& peer = lj.hub_counters[h.rank];
+  __atomic_store_n(&peer.last_answer_tsc, now_tsc_, __ATOMIC_RELAXED);
+  bump(peer.states_received);
+  bump(lj.counters.hub_states_received);
+  uint64_t differs = 0;
+  for (size_t i = 0; i < HubFingerprint::kComponents; ++i) {
+    if (st->fingerprint[i] != hub.fingerprint.parts[i]) differs |= uint64_t{1} << i;
+  }
+  __atomic_store_n(&peer.fingerprint_differs, differs, __ATOMIC_RELAXED);
+  __atomic_store_n(&peer.fingerprint_state,
+                   differs == 0 ? HubPeerCounters::kFingerprintEqual : HubPeerCounters::kFingerprintDiffers,
+                   __ATOMIC_RELAXED);
+
+  const uint16_t auth = authority(plan);
+  if (auth == plan.math.hub.my_rack) {
+    // Rank 0's hub: the peer holds this lcore's state once it shows this epoch and this rank 0 holder.
+    link.peer_has_mine = h.epoch == lj.epoch && st->rank0_holder == lj.peer(0).incarnation;
+    if (!link.peer_has_mine) link.next_send_tsc = 0;
+    return;
+  }
+  link.peer_has_mine = true;
+  if (h.rank != auth || differs != 0) return;  // epochs come only from rank 0's hub, of the same hierarchy
+  const bool new_run = link.authority_nonce != st->nonce;
+  if (new_run) {
+    // A run of rank 0's hub this lcore has not followed yet (this hub's start, or that hub restarted): its
+    // epoch is the job's, even an older number. Messages of the run followed before echo a nonce that is
+    // drawn again now, so that none of them can take the epoch back.
+    if (link.authority_nonce != 0) {
+      do link.my_nonce = static_cast<uint32_t>(rte_rand()); while (link.my_nonce == 0);
+      link.next_send_tsc = 0;
+    }
+    link.authority_nonce = st->nonce;
+  }
+  Peer& rank0 = lj.peer(0);
+  if (h.epoch == lj.epoch) {
+    if (st->rank0_holder == rank0.incarnation) return;
+    // Within an epoch, rank 0's holder goes only from none to one (a rank 0 that joined without a restart).
+    // Another holder of the same number comes only from a new run of rank 0's hub: that is a new epoch.
+    if (rank0.incarnation == 0 && st->rank0_holder != 0) {
+      rank0.incarnation = st->rank0_holder;
+      bump(lj.counters.hub_epochs_adopted);
+      return;
+    }
+    if (!new_run) return count_drop(lj, Drop::hub_state_stale);
+  } else if (!new_run && !proto::epoch_newer(h.epoch, lj.epoch)) {
+    return count_drop(lj, Drop::hub_state_stale);  // an older epoch of the run followed: a replay
+  }
+  start_epoch(plan, lj, h.epoch, (st->flags & proto::hub_state_flag::fresh_weights) != 0);
+  lj.epoch_first_round = st->first_round;
+  rank0.incarnation = st->rank0_holder;
+  bump(lj.counters.hub_epochs_adopted);
+}
+
+}  // namespace phub::engine
