@@ -1,6 +1,7 @@
 // phub-demo-worker: one rank of a phub job driven through the C API of libphub-client, with every result
 // element verified against independently computed values; prints one summary line, exits non-zero on any
 // mismatch or error.
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -16,6 +17,7 @@ namespace {
 
 struct Outcome {
   uint64_t rounds = 0;
+  std::vector<double> round_ms;  // allreduce: each round's time, its keys' operations
   uint64_t mismatches = 0;
   int status = PHUB_OK;
   std::string error;
@@ -72,11 +74,13 @@ Outcome run_allreduce(phub_client* c, const DemoJob& j, const Args& a, Keys& key
       fill_grads(d, static_cast<uint32_t>(a.rank), round, static_cast<uint32_t>(k), keys.bufs[k].data(), keys.elems[k]);
     }
     if (a.seconds > 0) write_vote(d, keys.bufs[0].data(), vote);
+    const auto round_start = Clock::now();
     o.status = run_keys(
         c, keys.bufs.size(), a.sync,
         [&](size_t k, phub_request** r) { return phub_allreduce_async(c, static_cast<uint32_t>(k), keys.bufs[k].data(), r); },
         [&](size_t k) { return phub_allreduce(c, static_cast<uint32_t>(k), keys.bufs[k].data()); }, o.error);
     if (o.status != PHUB_OK) return o;
+    o.round_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - round_start).count());
     const uint64_t skip = a.seconds > 0 ? 0 : UINT64_MAX;
     for (size_t k = 0; k < keys.bufs.size(); ++k) {
       o.mismatches += count_allreduce_mismatches(d, workers, mean, round, static_cast<uint32_t>(k), keys.bufs[k].data(),
@@ -171,13 +175,20 @@ int run(int argc, char** argv) {
   (void)phub_close(c);
 
   const bool good = o.status == PHUB_OK && o.mismatches == 0;
+  // The median round: what a round takes when no retransmit timeout falls into it.
+  double median_ms = 0;
+  if (!o.round_ms.empty()) {
+    auto mid = o.round_ms.begin() + static_cast<std::ptrdiff_t>(o.round_ms.size() / 2);
+    std::nth_element(o.round_ms.begin(), mid, o.round_ms.end());
+    median_ms = *mid;
+  }
   const double reduced = static_cast<double>(o.rounds) * static_cast<double>(keys.total_bytes);
   std::printf("phub-demo-worker job=%s rank=%d mode=%s dtype=%s rounds=%" PRIu64 " bytes_per_round=%" PRIu64
-              " seconds=%.3f goodput=%.3fGbit/s mismatches=%" PRIu64 " retransmits=%" PRIu64 " rerequests=%" PRIu64
+              " seconds=%.3f round_ms_median=%.3f goodput=%.3fGbit/s mismatches=%" PRIu64 " retransmits=%" PRIu64 " rerequests=%" PRIu64
               " timeouts=%" PRIu64 " fast_retransmits=%" PRIu64 " duplicates=%" PRIu64 " stale=%" PRIu64 " bad_tag=%" PRIu64 " errors=%" PRIu64 " malformed=%" PRIu64 " window=%u srtt_us=%u rto_us=%u reorder_us=%u needless=%" PRIu64 " gso=%u gro=%u "
               "pkts_per_send=%.1f pkts_per_recv=%.1f gro_coalesced=%" PRIu64 " status=%s\n",
               job->job.name.c_str(), args->rank, cfg.mode == PHUB_MODE_PS ? "ps" : "allreduce",
-              std::string(dtype_name(job->job.dtype)).c_str(), o.rounds, keys.total_bytes, seconds,
+              std::string(dtype_name(job->job.dtype)).c_str(), o.rounds, keys.total_bytes, seconds, median_ms,
               seconds > 0 ? reduced * 8 / seconds / 1e9 : 0.0, o.mismatches, st.retransmits, st.rerequests, st.timeouts, st.fast_retransmits,
               st.duplicates, st.stale, st.bad_tag, st.errors_received, st.malformed, st.window_packets, st.srtt_us, st.rto_us, st.reorder_window_us, st.needless_resends, st.gso, st.gro,
               st.send_batches != 0 ? static_cast<double>(st.packets_sent) / static_cast<double>(st.send_batches) : 0.0,

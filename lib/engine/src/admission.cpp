@@ -10,6 +10,8 @@
 #include "phub/base/ipv4.hpp"
 #include "phub/engine/engine.hpp"
 #include "phub/engine/hierarchy.hpp"
+#include "phub/engine/tenant_shares.hpp"
+#include "phub/engine/tx_buffer.hpp"
 
 namespace phub::engine {
 
@@ -133,6 +135,18 @@ std::shared_ptr<Snapshot> Engine::build_snapshot(std::shared_ptr<const config::C
     for (uint16_t i = 0; i < nl; ++i) {
       s->port_to_job[plans[j]->cfg.port_base + i] = static_cast<uint16_t>(j + 1);
       s->lcore_jobs[i].push_back(runtimes[j]->lcores[i].get());
+    }
+  }
+  // Each job's share of the hand-off rings and transmit buffers, from the jobs of this snapshot. Kept jobs'
+  // LcoreJobs are live: the lcores read the new sizes with relaxed loads.
+  uint64_t workers_total = 0;
+  for (const auto& plan : plans) workers_total += plan->math.workers;
+  const uint32_t ring_slots = handoff_ring_slots(s->config->limits.ring_entries);
+  for (size_t j = 0; j < plans.size(); ++j) {
+    const uint32_t w = plans[j]->math.workers;
+    for (const auto& lj : runtimes[j]->lcores) {
+      __atomic_store_n(&lj->handoff_share_slots, job_share_slots(ring_slots, w, workers_total), __ATOMIC_RELAXED);
+      __atomic_store_n(&lj->tx_share_packets, job_share_slots(TxBuffer::kCapacity, w, workers_total), __ATOMIC_RELAXED);
     }
   }
   s->jobs = std::move(plans);

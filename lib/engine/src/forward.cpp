@@ -120,7 +120,7 @@ void Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
     std::memcpy(dst, payload, h.payload_bytes);
     if (proto::opcode_is_forward(h.opcode)) bump(lj.counters.forwards_copied);
   }
-  tx_[hub.port].add(m, counters_);
+  queue_tx(lj, hub.port, m);
 }
 
 void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, bool retransmit) noexcept {

@@ -115,6 +115,7 @@ uint32_t Lcore::poll_inbox(Rx& rx, const Snapshot& s) noexcept {
     const unsigned n = rte_ring_sc_dequeue_burst(ring, reinterpret_cast<void**>(burst_), kMaxBurst, nullptr);
     work += n;
     bump(counters_.redirected_in, n);
+    for (unsigned i = 0; i < n; ++i) give_back_handoff_slot(burst_[i], s);
     for (unsigned i = 0; i < n; ++i) {
       const uint16_t port = burst_[i]->port < RTE_MAX_ETHPORTS ? s.port_index[burst_[i]->port] : 0xffff;
       handle_frame(rx, burst_[i], port, s, true);

@@ -168,7 +168,9 @@ uint64_t LcoreJob::transmits_in_flight() const noexcept {
     const auto* b = reinterpret_cast<const ResultBuf*>(result_block_ + i * result_object_bytes_);
     refs += rte_mbuf_ext_refcnt_read(&b->shinfo);
   }
-  return refs - 2ull * chunk_count_;  // every chunk holds one reference to each of its two buffers
+  // Every chunk holds one reference to each of its two buffers. Replies that point at no result buffer
+  // (errors, joined) but wait in a transmit buffer count too: the buffer's slot names this LcoreJob.
+  return refs - 2ull * chunk_count_ + load(tx_held);
 }
 
 bool LcoreJob::admit_packet(uint64_t now_tsc, uint64_t tsc_hz, uint64_t rate) noexcept {

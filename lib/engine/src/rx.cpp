@@ -108,12 +108,45 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
     if (from_ring || owner >= r_.outbox.size() || r_.outbox[owner] == nullptr) return drop(Drop::wrong_owner);
     // A hand-off ring is shared by every job: what cannot be a job's own packet does not take a slot.
     if (!authentic_for_handoff(rx, s, static_cast<uint16_t>(job - 1))) return rte_pktmbuf_free(m);
-    m->port = pi.port_id;  // some PMDs (net_ring) leave the sender's port id here
-    if (rte_ring_sp_enqueue(r_.outbox[owner], m) != 0) return drop(Drop::ring_full);
-    bump(counters_.redirected_out);
+    hand_off(m, s, static_cast<uint16_t>(job - 1), owner, pi.port_id);
     return;
   }
   handle_phub(m, rx, s, static_cast<uint16_t>(job - 1));
+}
+
+void Lcore::hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id) noexcept {
+  // Each job may hold only its share of the slots of the rings towards the owner: a flood of one job is
+  // dropped against that job, and the other jobs' frames always find a slot.
+  LcoreJob& at_owner = *s.lcore_jobs[owner][job_index];
+  const uint32_t share = __atomic_load_n(&at_owner.handoff_share_slots, __ATOMIC_RELAXED);
+  if (at_owner.handoff_held.fetch_add(1, std::memory_order_relaxed) >= share) {
+    at_owner.handoff_held.fetch_sub(1, std::memory_order_relaxed);
+    count_drop(*s.lcore_jobs[r_.index][job_index], Drop::handoff_share_full);
+    return rte_pktmbuf_free(m);
+  }
+  m->port = port_id;  // some PMDs (net_ring) leave the sender's port id here
+  // Which job's slot the frame holds, for the owner to give back (the RSS hash is not read after here).
+  m->hash.fdir.lo = s.jobs[job_index]->cfg.id;
+  m->hash.fdir.hi = job_index;
+  if (rte_ring_sp_enqueue(r_.outbox[owner], m) != 0) {
+    at_owner.handoff_held.fetch_sub(1, std::memory_order_relaxed);
+    count_drop(Drop::ring_full);
+    return rte_pktmbuf_free(m);
+  }
+  bump(counters_.redirected_out);
+}
+
+void Lcore::give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept {
+  // The job by the index the sender saw, else by id (a reload between the two snapshots moved it). A job
+  // gone since holds nothing here; one whose LcoreJob was replaced starts from 0, hence no underflow.
+  const uint32_t id = m->hash.fdir.lo;
+  int j = m->hash.fdir.hi < s.jobs.size() && s.jobs[m->hash.fdir.hi]->cfg.id == id ? static_cast<int>(m->hash.fdir.hi)
+                                                                                     : s.job_by_id(id);
+  if (j < 0) return;
+  std::atomic<uint32_t>& held = s.lcore_jobs[r_.index][static_cast<size_t>(j)]->handoff_held;
+  uint32_t v = held.load(std::memory_order_relaxed);
+  while (v != 0 && !held.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
+  }
 }
 
 bool Lcore::authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index) noexcept {
@@ -287,7 +320,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
       if (peer.incarnation == rx.hdr.aux && at_address(peer, rx.l2, rx.ip, rx.udp, rx.port)) peer.known = false;
       break;
     case proto::Opcode::probe_request:
-      on_probe(m, rx);
+      on_probe(m, rx, lj);
       return;  // the mbuf became the reply
     default:
       count_drop(lj, Drop::unexpected_opcode);
@@ -578,7 +611,7 @@ void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool 
   bump(lj.counters.epochs_started);
 }
 
-void Lcore::on_probe(rte_mbuf* m, Rx& rx) noexcept {
+void Lcore::on_probe(rte_mbuf* m, Rx& rx, LcoreJob& lj) noexcept {
   // Echo the probe body back to the sender as probe_reply, rewriting the frame in place.
   proto::Header h = proto::probe_reply_header(rx.hdr);
   h.seq = seq_++;
@@ -589,7 +622,7 @@ void Lcore::on_probe(rte_mbuf* m, Rx& rx) noexcept {
   if (plan.authenticated) proto::sign_header(rx.previous_key ? plan.previous_key : plan.key, wire);
   rte_pktmbuf_trim(m, static_cast<uint16_t>(m->data_len - (rx.udp.payload_offset + rx.msg.size())));
   m->ol_flags = 0;
-  tx_[rx.port].add(m, counters_);
+  queue_tx(lj, rx.port, m);
 }
 
 }  // namespace phub::engine

@@ -11,6 +11,16 @@
 
 namespace phub::engine {
 
+void Lcore::queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept {
+  // A job's replies may fill no more than its share of the transmit buffers: a flood's answers are
+  // dropped against the job that provoked them, and the other jobs' replies always find room.
+  if (load(lj.tx_held) >= __atomic_load_n(&lj.tx_share_packets, __ATOMIC_RELAXED)) {
+    rte_pktmbuf_free(m);
+    return count_drop(lj, Drop::tx_share_full);
+  }
+  tx_[port].add(m, counters_, &lj.tx_held);
+}
+
 rte_mbuf* Lcore::start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept {
   const bool chain = snap_->ports[peer.port].zero_copy_tx;
   rte_mbuf* m = rte_pktmbuf_alloc(chain || h.payload_bytes == 0 ? r_.hdr_pool : r_.copy_pool);
@@ -156,7 +166,7 @@ void Lcore::transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, 
   }
   if (!fill_result(hdr, ext, plan, lj, c, buf, round, seg, rank, peer)) return;
   bump(lj.counters.results_sent);
-  tx_[peer.port].add(hdr, counters_);
+  queue_tx(lj, peer.port, hdr);
 }
 
 void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept {
@@ -211,7 +221,7 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
       if (plan.authenticated) sign_for(plan, peer, out);
       chain_payload(hdrs[i], payload);
       bump(lj.counters.results_sent);
-      tx_[peer.port].add(hdrs[i], counters_);
+      queue_tx(lj, peer.port, hdrs[i]);
     }
   }
 }
@@ -254,7 +264,7 @@ void Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header
   h.seq = seq_++;
   rte_mbuf* m = start_message(plan, lj, to, h);
   if (m == nullptr) return;
-  tx_[to.port].add(m, counters_);
+  queue_tx(lj, to.port, m);
 }
 
 void Lcore::send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept {
@@ -275,7 +285,7 @@ void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, cons
   rte_mbuf* m = start_message(plan, lj, peer, h);
   if (m == nullptr) return;
   bump(lj.counters.errors_sent);
-  tx_[peer.port].add(m, counters_);
+  queue_tx(lj, peer.port, m);
 }
 
 bool Lcore::release_previous(LcoreJob& lj, Chunk& c) noexcept {

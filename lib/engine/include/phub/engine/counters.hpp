@@ -45,7 +45,9 @@ namespace phub::engine {
   X(draining, "a push that would start a round of a drained job (answered)")                                \
   X(advance_pending, "a push or rerequest for another round while a chunk's advance waits for a buffer")      \
   X(ring_full, "the hand-off ring to the owning lcore was full")                                            \
+  X(handoff_share_full, "the job already held its share of the hand-off ring slots to the owning lcore")    \
   X(tx_full, "the transmit queue stayed full")                                                              \
+  X(tx_share_full, "a reply not sent: the job already held its share of the lcore's transmit buffer slots")   \
   X(no_mbuf, "mempool empty when building a reply")                                         \
   X(unproven_limit, "a message not sent: its address has not proven it receives there (no cookie) and "      \
                     "has not sent as many bytes as the message has")                                                  \

@@ -94,6 +94,13 @@ class Lcore {
   // Before a frame of an authenticated job goes to its owner's hand-off ring: its header parses and its tag
   // is the job's (the owner checks again). Counts and returns false otherwise.
   bool authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
+  // Enqueue a frame of job `job_index` for lcore `owner`, within the job's share of the slots (else counted
+  // handoff_share_full against the job and freed); the owner gives the slot back as it dequeues.
+  void hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id) noexcept;
+  void give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept;
+  // Queue a reply of the job on port `port` within the job's share of the transmit buffers (else counted
+  // tx_share_full against the job and freed).
+  void queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept;
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   void on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
@@ -110,7 +117,7 @@ class Lcore {
   static void sign_for(const JobPlan& plan, const Peer& peer, std::span<std::byte, proto::kHeaderBytes> wire) noexcept;
   // Rank 0 restarted the job: every chunk this lcore owns starts again at round 0 of `epoch`.
   void start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept;
-  void on_probe(rte_mbuf* m, Rx& rx) noexcept;
+  void on_probe(rte_mbuf* m, Rx& rx, LcoreJob& lj) noexcept;
   // Checkpoints (lcore_checkpoint.cpp): arm a capture of the job's chunks after req.round; copy a chunk
   // as it completes the round or before a push of the next round reaches it, and the chunks already at
   // the boundary a few per loop iteration (copy_captures); forget the capture.

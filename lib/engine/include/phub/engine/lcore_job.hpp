@@ -116,8 +116,9 @@ class LcoreJob {
   // and let the last mbuf return the old one to the pool. False if no spare was left (the old buffer is
   // then reused: only stale resends could see the new data).
   bool renew_previous(Chunk& c) noexcept;
-  // References to the job's result buffers held by mbufs (queued or in flight): the memory may be freed
-  // only once this is 0 and no lcore can reach the job any more. Any thread.
+  // References to the job's result buffers held by mbufs (queued or in flight), plus the job's replies
+  // waiting in transmit buffers: the memory may be freed only once this is 0 and no lcore can reach the
+  // job any more. Any thread.
   [[nodiscard]] uint64_t transmits_in_flight() const noexcept;
 
   // Token bucket of the job's rate limit, this lcore's share (0: unlimited). True if the packet may pass.
@@ -125,6 +126,17 @@ class LcoreJob {
 
   // Every rank's address and incarnation become unknown (a new epoch: the restarted workers join).
   void forget_peers() noexcept;
+
+  // Tenant shares (docs/security.md, "Tenant isolation"; the sizes are tenant_shares.hpp's, written by the
+  // control thread with each snapshot and read by the lcores with relaxed loads).
+  // Frames of this job in the hand-off rings towards this lcore: taken by the lcore that received the
+  // frame before it enqueues (never past handoff_share_slots), given back by this lcore when it dequeues.
+  std::atomic<uint32_t> handoff_held{0};
+  uint32_t handoff_share_slots = 0;
+  // Packets of this job waiting in this lcore's transmit buffers (written by the lcore; the control thread
+  // reads it: a retired job is freed only once it is 0), never past tx_share_packets.
+  uint64_t tx_held = 0;
+  uint32_t tx_share_packets = 0;
 
   JobCounters counters;
   uint16_t epoch = 0;            // the job's epoch on this lcore (see docs/protocol.md, "Epochs")

@@ -1,7 +1,8 @@
 // Buffered transmit for one (port, queue): packets wait here until the next flush; what the queue
 // cannot take is kept for the next flush, and only a full buffer drops (counted). Once a packet is
 // handed to the port it belongs to the PMD (which may free or reuse it at once): everything the
-// counters need is taken when the packet is queued.
+// counters need is taken when the packet is queued. A packet may name a count of waiting packets (its
+// job's, for the job's share of the slots): raised when it is queued, lowered when it leaves.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -26,7 +27,8 @@ class BasicTxBuffer {
   }
 
   // Queue a packet; flushes a burst when enough are waiting. Returns false (and frees) when full.
-  bool add(rte_mbuf* m, LcoreCounters& c) noexcept {
+  // `held`: the count of waiting packets this one belongs to (only the lcore writes it), or null.
+  bool add(rte_mbuf* m, LcoreCounters& c, uint64_t* held = nullptr) noexcept {
     if (count_ == kCapacity) {
       flush(c);
       if (count_ == kCapacity) {
@@ -38,6 +40,8 @@ class BasicTxBuffer {
     const uint16_t at = static_cast<uint16_t>((head_ + count_) % kCapacity);
     pkts_[at] = m;
     bytes_[at] = m->pkt_len;
+    held_[at] = held;
+    if (held != nullptr) bump(*held);
     ++count_;
     if (count_ >= kBurst) flush(c);
     return true;
@@ -50,7 +54,10 @@ class BasicTxBuffer {
       const uint16_t n = contiguous < kBurst ? contiguous : kBurst;
       const uint16_t sent = port_->tx(queue_, &pkts_[head_], n);
       uint64_t bytes = 0;
-      for (uint16_t i = 0; i < sent; ++i) bytes += bytes_[head_ + i];
+      for (uint16_t i = 0; i < sent; ++i) {
+        bytes += bytes_[head_ + i];
+        release(head_ + i);
+      }
       bump(c.tx_bytes, bytes);
       bump(c.tx_packets, sent);
       head_ = static_cast<uint16_t>((head_ + sent) % kCapacity);
@@ -65,18 +72,24 @@ class BasicTxBuffer {
   void discard() noexcept {
     while (count_ > 0) {
       rte_pktmbuf_free(pkts_[head_]);
+      release(head_);
       head_ = static_cast<uint16_t>((head_ + 1) % kCapacity);
       --count_;
     }
   }
 
  private:
+  void release(uint16_t at) noexcept {
+    if (held_[at] != nullptr) __atomic_store_n(held_[at], *held_[at] - 1, __ATOMIC_RELAXED);
+  }
+
   const Port* port_ = nullptr;
   uint16_t queue_ = 0;
   uint16_t head_ = 0;
   uint16_t count_ = 0;
   rte_mbuf* pkts_[kCapacity];
   uint32_t bytes_[kCapacity];  // each queued packet's length, taken before the PMD owns it
+  uint64_t* held_[kCapacity];  // each queued packet's count of waiting packets, or null
 };
 
 using TxBuffer = BasicTxBuffer<drivers::EthPort>;

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""A tenant's flood, run inside the attacker's network namespace by flood_test.py: valid pushes into one
+2-rank job with no secret (anyone on the segment can send them, and its own tenant can whatever the secret),
+at a bounded rate, each answered by the server with the whole segment's result.
+
+Setup: as both ranks, push round 0 of every segment of the job's two chunks (one per lcore, UDP ports
+PORT_BASE and PORT_BASE + 1), so each round completes. Then it prints "ready" and, until SIGTERM or
+--seconds, sends rank 0's round-0 pushes again at --pps from --sockets source ports (their flows land on
+both of the server's queues, so some cross the hand-off ring to the chunk's owner): each is a late copy of a
+completed round, which the server answers with the result again. At the end one JSON line: what was sent
+and what came back.
+
+Usage: tenant_flood.py SERVER_IP PORT_BASE JOB_ID [--pps R] [--sockets N] [--seconds S]
+"""
+import argparse
+import json
+import select
+import signal
+import socket
+import time
+
+from attacker import HEADER, L234_BYTES, PUSH, SEGMENT_ELEMS, SEGMENTS
+
+CHUNKS = 2  # the job's keys: two chunks of SEGMENTS segments each
+
+
+def push(job, rank, chunk, seg, payload):
+    return HEADER.pack(0x5048, 2, PUSH, 0, 0, 0, job, rank, len(payload), 0, chunk, seg * SEGMENT_ELEMS, SEGMENT_ELEMS,
+                       0, 0, 0, 0, 0, 0) + payload
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("server")
+    ap.add_argument("port_base", type=int)
+    ap.add_argument("job", type=int)
+    ap.add_argument("--pps", type=float, default=2000)
+    ap.add_argument("--sockets", type=int, default=8)
+    ap.add_argument("--seconds", type=float, default=50)
+    a = ap.parse_args()
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    socks = []
+    for _ in range(a.sockets):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        s.bind(("0.0.0.0", 0))
+        s.setblocking(False)
+        socks.append(s)
+    got = {"datagrams": 0, "bytes": 0}
+
+    def drain():
+        while True:
+            ready = select.select(socks, [], [], 0)[0]
+            if not ready:
+                return
+            for s in ready:
+                try:
+                    while True:
+                        got["bytes"] += len(s.recv(65536)) + L234_BYTES
+                        got["datagrams"] += 1
+                except BlockingIOError:
+                    pass
+
+    payload = bytes(4 * SEGMENT_ELEMS)
+    for chunk in range(CHUNKS):
+        for rank in (0, 1):
+            for seg in range(SEGMENTS):
+                socks[0].sendto(push(a.job, rank, chunk, seg, payload), (a.server, a.port_base + chunk))
+    time.sleep(0.3)
+    drain()
+    setup = dict(got)
+    got.update(datagrams=0, bytes=0)
+    print("ready", flush=True)
+
+    frames = [(push(a.job, 0, chunk, seg, payload), (a.server, a.port_base + chunk))
+              for chunk in range(CHUNKS) for seg in range(SEGMENTS)]
+    sent = sent_bytes = 0
+    start = time.time()
+    end = start + a.seconds
+    while not stop and time.time() < end:
+        # Paced: never ahead of R packets per second since the start (a tenant flood, not a CPU one).
+        due = int((time.time() - start) * a.pps)
+        while sent < due:
+            data, to = frames[sent % len(frames)]
+            try:
+                socks[sent % len(socks)].sendto(data, to)
+            except BlockingIOError:
+                break
+            sent += 1
+            sent_bytes += len(data) + L234_BYTES
+        drain()
+        time.sleep(0.02)  # bursts of pps / 50: few wake-ups, so the sender itself takes little CPU
+    elapsed = time.time() - start
+    time.sleep(0.2)
+    drain()
+    print(json.dumps(dict(sent=sent, seconds=elapsed, pps=sent / elapsed if elapsed else 0, bytes_in=sent_bytes,
+                          replies=got["datagrams"], bytes_out=got["bytes"], setup_replies=setup["datagrams"])))
+
+
+if __name__ == "__main__":
+    main()
