@@ -19,6 +19,7 @@ std::string_view opcode_name(Opcode op) noexcept {
     case Opcode::init: return "init";
     case Opcode::pull: return "pull";
     case Opcode::joined: return "joined";
+    case Opcode::fwd_init: return "fwd_init";
   }
   return "unknown";
 }
