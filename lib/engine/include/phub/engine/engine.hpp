@@ -97,10 +97,7 @@ struct CheckpointWritten {
   size_t pruned = 0;         // older files removed (checkpoint.keep)
 };
 
-// What a config asks for that the engine cannot run, as an error naming the fields; nullopt when it can.
-// Engine::create refuses such a config.
-[[nodiscard]] std::optional<std::string> engine_unsupported(const config::Config& cfg);
-// What phub-server refuses (--check and start): engine_unsupported, and racks as a whole: the engine runs
+// What phub-server refuses (--check and start): racks as a whole: the engine runs
 // a hierarchical job's forwarding (docs/hierarchy.md), but workers' joins and epochs do not cross hubs yet,
 // so the workers of any rack without rank 0 would wait for its join forever.
 [[nodiscard]] std::optional<std::string> unsupported_settings(const config::Config& cfg);
