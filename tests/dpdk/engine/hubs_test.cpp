@@ -790,6 +790,48 @@ TEST(Hubs, DeterministicPsWithAdamIsBitEqualToAFlatServer) {
   for (const Results& r : got) EXPECT_EQ(r, flat);
 }
 
+// A pull at a rack hub is answered from the weights that hub holds, under the address-cookie rules: from an
+// address that has not proven itself it gets nothing (one header never buys a chunk), and the hub asks the
+// home for nothing; from the proven address it gets the latest weights, labelled with their round.
+TEST(Hubs, APullAtARackHubIsAnsweredFromItsWeightsAndNeverAmplifies) {
+  const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::momentum, 4, {{0, 1}, {2, 3}});
+  const Results flat = run_flat(job, 2, gradient);
+  (void)run_ps_hubs(job, 2, gradient, nullptr, [&](std::vector<RackHub*>& hubs) {
+    RackHub& b = *hubs[1];  // rank 0 is rack 0's: every weight at hub 1 came from a home
+    const proto::Layout& l = b.workers->layout(job, 1);
+    auto pull_every_chunk = [&] {
+      for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+        proto::Header h;
+        h.opcode = proto::Opcode::pull;
+        h.rank = 3;
+        h.chunk_id = c;  // elem_offset 0, elem_count 0: the whole chunk
+        b.workers->send(job, 3, h, {});
+      }
+    };
+    const auto before_b = b.counters();
+    const auto before_a = hubs[0]->counters();
+    b.workers->udp_port_shift = 7;  // rank 3 moves: the new address holds no cookie
+    pull_every_chunk();
+    EXPECT_TRUE(b.workers->receive(1, std::chrono::milliseconds(100)).empty()) << "an unproven address got weights";
+    const auto after_b = b.counters();
+    EXPECT_EQ(after_b.pulls - before_b.pulls, l.chunk_count());
+    EXPECT_GE(after_b.drops[static_cast<size_t>(engine::Drop::unproven_limit)] -
+                  before_b.drops[static_cast<size_t>(engine::Drop::unproven_limit)],
+              l.chunk_count());
+    EXPECT_EQ(after_b.weights_requested, before_b.weights_requested) << "the hub holds the weights: nothing asked";
+    EXPECT_EQ(hubs[0]->counters().hub_results_sent, before_a.hub_results_sent) << "the home sent nothing";
+    b.workers->udp_port_shift = 0;  // back where its cookie was given: proven by the pull itself
+    pull_every_chunk();
+    const auto got = b.workers->receive(segments_of(*b.workers, job), std::chrono::milliseconds(2000));
+    ASSERT_EQ(got.size(), segments_of(*b.workers, job));
+    for (const Received& r : got) {
+      ASSERT_EQ(r.hdr.opcode, proto::Opcode::result);
+      EXPECT_EQ(r.hdr.round, 1u) << "the weights after the last round, labelled with it";
+      EXPECT_EQ(r.payload, flat.at({1, r.hdr.chunk_id, r.hdr.elem_offset}));
+    }
+  });
+}
+
 TEST(Hubs, ALostForwardedInitAndALostPsResultAreRecovered) {
   const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::momentum, 4, {{0, 1}, {2, 3}});
   const Results flat = run_flat(job, 3, gradient);
