@@ -62,7 +62,6 @@ int main(int argc, char** argv) {
                  : phub::config::load_file(opts->config_path);
   if (!cfg) return fail("config refused: " + cfg.error());
   if (opts->check) {
-    if (auto why = phub::engine::unsupported_settings(*cfg)) return fail("config refused: " + *why);
     say("config ok: " + phub::config::describe(*cfg));
     return 0;
   }
@@ -77,7 +76,6 @@ int main(int argc, char** argv) {
     std::fputs(phub::server::boot_info_json(*cfg, eal).c_str(), stdout);
     return 0;
   }
-  if (auto why = phub::engine::unsupported_settings(*cfg)) return fail("config refused: " + *why);
   auto eal_owner = phub::drivers::Eal::start("phub-server", eal);
   if (!eal_owner) return fail(eal_owner.error());
 

@@ -18,6 +18,10 @@ constexpr int kCaptureAttempts = 4;
 constexpr auto kScheduledBoundaryWait = std::chrono::seconds(1);
 // The epoch a restored job starts in is the checkpoint's plus this (see restore_checkpoints).
 constexpr uint16_t kRestoredEpochStep = 0x8001;
+// A hierarchical ps job's weights and optimizer state are spread over its chunks' home hubs (docs/hierarchy.md).
+constexpr std::string_view kHubPsNoCheckpoint =
+    "a ps job spread over racks is not checkpointed: its weights and optimizer state live at each chunk's home "
+    "hub, and no hub holds the whole job (docs/persistence.md)";
 
 uint64_t ns_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
@@ -121,6 +125,7 @@ Expected<CheckpointWritten, std::string> Engine::checkpoint(std::string_view job
   const JobPlan& plan = *current_->jobs[static_cast<size_t>(j)];
   const std::string who = job_label(plan.cfg);
   if (!plan.math.ps) return unexpected(who + " is an allreduce job: only ps jobs keep state to checkpoint");
+  if (hierarchical(plan.math)) return unexpected(who + ": " + std::string(kHubPsNoCheckpoint));
   if (!plan.cfg.checkpoint.enabled()) {
     return unexpected(who + " has no checkpoint directory (set checkpoints.dir or the job's checkpoint.dir)");
   }
@@ -219,6 +224,10 @@ Expected<void, std::string> Engine::restore_checkpoints() {
     const config::Checkpoints& k = plan.cfg.checkpoint;
     if (!plan.math.ps || !k.enabled()) continue;
     const std::string who = job_label(plan.cfg);
+    if (hierarchical(plan.math)) {
+      restore_lines_.push_back(who + ": not restored: " + std::string(kHubPsNoCheckpoint));
+      continue;
+    }
     std::error_code ec;
     if (!std::filesystem::is_directory(k.dir, ec)) {
       return unexpected("jobs[" + std::to_string(j + 1) + "].checkpoint.dir: '" + k.dir + "' is not a directory" +

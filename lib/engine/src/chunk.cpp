@@ -160,9 +160,11 @@ ChunkSizes chunk_sizes(const JobMath& m, uint32_t elems, uint32_t segments, bool
   ChunkSizes s;
   const size_t f32 = static_cast<size_t>(elems) * sizeof(float);
   s.acc = sums_in_result(m) ? 0 : round_up(f32);
-  s.weights = m.ps ? round_up(f32) : 0;
-  s.moment1 = needs_moment1(m) ? round_up(f32) : 0;
-  s.moment2 = needs_moment2(m) ? round_up(f32) : 0;
+  // A hierarchical ps job's optimizer runs at each chunk's home only: rack hubs keep the weights as results.
+  const bool optimizes = !hierarchical(m) || homed;
+  s.weights = m.ps && optimizes ? round_up(f32) : 0;
+  s.moment1 = needs_moment1(m) && optimizes ? round_up(f32) : 0;
+  s.moment2 = needs_moment2(m) && optimizes ? round_up(f32) : 0;
   s.staging = m.deterministic ? round_up(static_cast<size_t>(m.workers) * elems * dtype_bytes(m.in_dtype)) : 0;
   s.bits = round_up(static_cast<size_t>(segments) * m.bitmap_words * sizeof(uint64_t));
   s.counts = round_up(static_cast<size_t>(segments) * sizeof(uint16_t));
@@ -354,6 +356,22 @@ ResultArrival accept_result(const JobMath& m, Chunk& c, uint32_t round, uint32_t
   return ResultArrival::completed;
 }
 
+bool segment_initialized(const Chunk& c, uint32_t seg) noexcept { return test_bit(c.init_bits, seg); }
+
+WeightsArrival accept_weights(const JobMath& m, Chunk& c, uint32_t round, uint32_t seg, const std::byte* payload) noexcept {
+  if (round != prev_round(m, c.round)) return WeightsArrival::other_round;
+  if (test_bit(c.init_bits, seg)) return WeightsArrival::duplicate;  // an answer to an earlier ask, or later rounds
+  const size_t bytes = dtype_bytes(m.out_dtype);
+  std::memcpy(c.out[c.cur ^ 1] + static_cast<size_t>(segment_offset(m, seg)) * bytes, payload,
+              segment_elems(m, c, seg) * bytes);
+  set_bit(c.init_bits, seg);
+  if (++c.init_segs == c.segments) {
+    c.initialized = true;
+    c.has_prev = true;
+  }
+  return WeightsArrival::stored;
+}
+
 void advance_round(const JobMath& m, Chunk& c) noexcept {
   c.round = next_round(m, c.round);
   c.cur ^= 1;
@@ -378,8 +396,9 @@ void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept {
     std::memset(c.init_bits, 0, (c.segments + 63) / 64 * sizeof(uint64_t));
     return;
   }
-  // Segments of an unfinished round may have been updated already: the weights are what they are now.
-  if (c.initialized) m.kernels->narrow(c.out[c.cur ^ 1], c.weights, m.out_dtype, c.elems);
+  // Segments of an unfinished round may have been updated already: the weights are what they are now. (A rack
+  // hub of a chunk homed elsewhere has no optimizer state: what a pull returns stays the last result.)
+  if (c.initialized && c.weights != nullptr) m.kernels->narrow(c.out[c.cur ^ 1], c.weights, m.out_dtype, c.elems);
   c.has_prev = c.initialized;
 }
 

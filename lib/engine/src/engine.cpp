@@ -27,21 +27,7 @@ std::string joined(const std::vector<std::string>& lines) {
 
 }  // namespace
 
-std::optional<std::string> engine_unsupported(const config::Config& cfg) {
-  if (cfg.racks.empty()) return std::nullopt;
-  for (size_t j = 0; j < cfg.jobs.size(); ++j) {
-    if (cfg.jobs[j].mode == config::JobMode::ps) {
-      return "jobs[" + std::to_string(j + 1) + "].mode: a ps job cannot be spread over racks yet (rank 0's init " +
-             "reaches only its own rack's hub, not every chunk's home)";
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> unsupported_settings(const config::Config& cfg) { return engine_unsupported(cfg); }
-
 Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Config& cfg) {
-  if (auto why = engine_unsupported(cfg)) return unexpected(*why);
   std::unique_ptr<Engine> e(new Engine());
   static std::atomic<uint32_t> engines{0};
   if (const uint32_t n = engines.fetch_add(1, std::memory_order_relaxed); n != 0) {

@@ -111,7 +111,7 @@ void Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
     rte_mbuf_ext_refcnt_update(&from->shinfo, 1);
     attach_result(ext, from, static_cast<size_t>(payload - from->data), h.payload_bytes);
     chain_payload(m, ext);
-  } else {
+  } else if (h.payload_bytes != 0) {  // (a weights request is a header only)
     auto* dst = rte_pktmbuf_append(m, h.payload_bytes);
     if (dst == nullptr) {
       rte_pktmbuf_free(m);
@@ -200,17 +200,21 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   if (!proto::verify_fwd(plan.key, hub.payload_key, rx.msg.first<proto::kHeaderBytes>(), rx.payload)) {
     return count_drop(lj, Drop::fwd_bad_mac);
   }
-  const bool partial = h.opcode == proto::Opcode::fwd_partial;
-  // A partial names its sending rack; a result names the rack it is addressed to (this one).
-  if (partial ? (h.rank >= m.hub.racks || h.rank == m.hub.my_rack) : h.rank != m.hub.my_rack) {
+  const bool init = h.opcode == proto::Opcode::fwd_init;
+  if (init && !m.ps) return count_drop(lj, Drop::unexpected_opcode);
+  // Partials and inits go to the home and name their sending rack (an init's payload only rank 0's); a
+  // result names the rack it is addressed to (this one).
+  const bool to_home = h.opcode != proto::Opcode::fwd_result;
+  if (to_home ? (h.rank >= m.hub.racks || h.rank == m.hub.my_rack) : h.rank != m.hub.my_rack) {
     return count_drop(lj, Drop::fwd_bad_rack);
   }
+  if (init && h.elem_count != 0 && h.rank != m.hub.rack_of_rank[0]) return count_drop(lj, Drop::fwd_bad_rack);
   if (h.chunk_id >= plan.layout.chunk_count()) return count_drop(lj, Drop::bad_chunk);
   const proto::ChunkInfo& ci = plan.layout.chunk(h.chunk_id);
   if (ci.owner != plan.first_owner + r_.index) return count_drop(lj, Drop::wrong_owner);
   const uint16_t home = m.hub.homes->home(h.chunk_id);
-  if (partial ? home != m.hub.my_rack : home == m.hub.my_rack) return count_drop(lj, Drop::fwd_not_home);
-  const uint16_t from = partial ? h.rank : home;
+  if (to_home ? home != m.hub.my_rack : home == m.hub.my_rack) return count_drop(lj, Drop::fwd_not_home);
+  const uint16_t from = to_home ? h.rank : home;
   const HubPlan::Hub& sender = hub.hubs[from];
   if (rx.ip.src != sender.ipv4 || rx.udp.src_port != sender.port_base + r_.index) {
     return count_drop(lj, Drop::fwd_wrong_source);
@@ -235,7 +239,13 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const uint32_t seg = h.elem_offset / m.segment_elems;
   const uint32_t in_seg = h.elem_offset % m.segment_elems;
   if (seg >= c.segments) return count_drop(lj, Drop::fwd_bad_piece);
-  if (partial) {
+  if (init) {
+    // A segment of rank 0's init, or (no elements, offset 0) a request for the chunk's weights.
+    const bool fits = h.elem_count == 0 ? h.elem_offset == 0 : in_seg == 0 && h.elem_count == segment_elems(m, c, seg);
+    if (!fits) return count_drop(lj, Drop::fwd_bad_piece);
+    return on_fwd_init(rx, plan, lj, c, seg);
+  }
+  if (h.opcode == proto::Opcode::fwd_partial) {
     const auto piece = static_cast<uint16_t>(in_seg / m.hub.piece_elems);
     if (in_seg % m.hub.piece_elems != 0 || piece >= pieces_of(m, c, seg) || h.elem_count != piece_elems(m, c, seg, piece)) {
       return count_drop(lj, Drop::fwd_bad_piece);
@@ -293,6 +303,8 @@ void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
 
 void Lcore::on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
   if (deferred(rx, plan, lj, c)) return;
+  // ps: a result labelled with the round before the current one holds the home's newest weights.
+  if (plan.math.ps && rx.hdr.round == prev_round(plan.math, c.round)) return on_hub_weights(rx, plan, lj, c, seg);
   if (lj.capture != nullptr) capture_chunk(plan, lj, c);
   switch (accept_result(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
     case ResultArrival::completed:

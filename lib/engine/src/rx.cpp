@@ -358,13 +358,6 @@ static Chunk* locate(const proto::Header& h, const JobPlan& plan, LcoreJob& lj, 
   return &c;
 }
 
-// The newest complete state of a chunk, as (result buffer, round label): the previous round's result, or
-// the current round's while its advance is deferred (advance_pending: complete, not advanced yet).
-static std::pair<int, uint32_t> newest_result(const JobMath& m, const Chunk& c) noexcept {
-  if (c.advance_pending) return {c.cur, c.round};
-  return {c.cur ^ 1, prev_round(m, c.round)};
-}
-
 void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept {
   Drop why{};
   proto::Status status{};
@@ -382,6 +375,8 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
       count_drop(lj, Drop::bad_request);
       return send_error(rx, plan, lj, proto::Status::bad_request, 0);
     }
+    // A chunk homed at another hub: its home keeps the weights (docs/hierarchy.md, "Parameter-server jobs").
+    if (hierarchical(m) && c.home != m.hub.my_rack) return relay_init(rx, plan, lj, c, seg);
     // Answered with the segment's current weights: an acknowledgement, also when training already began.
     // Like a pull answer it is labelled with the round whose result it is (the one before the current).
     if (init_segment(m, c, seg, rx.payload.data(), rx.hdr.dtype) != InitResult::too_late) bump(lj.counters.inits);
@@ -439,6 +434,7 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
       send_error(rx, plan, lj, proto::Status::round_behind, c.round);
       break;
     case PushResult::not_initialized:
+      ask_home_for_weights(plan, lj, c);
       count_drop(lj, Drop::not_initialized);
       send_error(rx, plan, lj, proto::Status::not_initialized, 0);
       break;
@@ -487,6 +483,7 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
 
   if (pull) {
     if (!c.has_prev && !c.advance_pending) {
+      ask_home_for_weights(plan, lj, c);
       count_drop(lj, Drop::not_initialized);
       return send_error(rx, plan, lj, proto::Status::not_initialized, 0);
     }

@@ -20,6 +20,7 @@ std::string_view opcode_name(Opcode op) noexcept {
     case Opcode::pull: return "pull";
     case Opcode::joined: return "joined";
     case Opcode::hub_state: return "hub_state";
+    case Opcode::fwd_init: return "fwd_init";
   }
   return "unknown";
 }

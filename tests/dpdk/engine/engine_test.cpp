@@ -719,24 +719,17 @@ TEST(Amplification, StallReportsToAnUnprovenAddressEndWithItsCredit) {
   EXPECT_GT(drops(*s.engine, Drop::unproven_limit), 0u) << "reports every 10 ms for 1.5 s outrun the credit";
 }
 
-// phub-server runs hierarchical allreduce jobs (hubs_test.cpp); the engine refuses a hierarchical job it
-// cannot authenticate forwards of, and a ps job across racks.
-TEST(Engine, RacksAreRunnableButNeedASecretAndNoPsJob) {
+// The engine runs hierarchical jobs, allreduce and ps (hubs_test.cpp), but refuses one it cannot
+// authenticate forwards of.
+TEST(Engine, RacksNeedASecret) {
   RingLink link(1);
   auto cfg = make_config(link.server_name(), 1, {make_job(1, 2, {4096})});
   cfg.racks.push_back(config::Rack{"rack-a", 0xc6120001, 0, {}});
   cfg.rack = "rack-a";
   cfg.jobs[0].ranks_by_rack = {{"rack-a", {0, 1}}};
-  EXPECT_EQ(engine::unsupported_settings(cfg), std::nullopt);
-  auto ps = cfg;
-  ps.jobs[0].mode = config::JobMode::ps;
-  const auto why = engine::unsupported_settings(ps);
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("jobs[1].mode: a ps job cannot be spread over racks"), std::string::npos) << *why;
   auto e = engine::Engine::create(cfg);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.error().find("secret: required when racks are set"), std::string::npos) << e.error();
-  EXPECT_EQ(engine::unsupported_settings(make_config(link.server_name(), 1, {make_job(1, 2, {4096})})), std::nullopt);
 }
 
 TEST(Engine, ShardOwnsOnlyItsPartOfTheChunkMap) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "harness.hpp"
@@ -316,7 +317,10 @@ std::vector<Results> run_hubs(std::vector<RackHub*> hubs, uint32_t rounds, const
   return out;
 }
 
-// The same job on one flat engine (no racks), every rank on its link.
+std::vector<Results> start_ps(std::vector<std::pair<Workers*, std::vector<uint16_t>>> racks, const config::Job& job);
+
+// The same job on one flat engine (no racks), every rank on its link; a ps job started by start_ps first (its
+// answers are in the results).
 Results run_flat(config::Job job, uint32_t rounds, const Values& v) {
   job.ranks_by_rack.clear();
   RingLink link(1);
@@ -334,6 +338,7 @@ Results run_flat(config::Job job, uint32_t rounds, const Values& v) {
       all[r] = r;
       w.prove(job, r);
     }
+    if (job.mode == config::JobMode::ps) out = start_ps({{&w, all}}, job)[0];
     for (uint32_t round = 0; round < rounds; ++round) {
       push_all(w, job, all, round, v);
       collect(w, job, all.size(), round, out);
@@ -610,32 +615,64 @@ TEST(Hubs, ArpClaimsOfAPeerHubsAddressChangeNothing) {
   EXPECT_EQ(a.counters().drops[static_cast<size_t>(engine::Drop::hub_unresolved)], 0u);
 }
 
+// A chunk homed at hub 0 (`here`: rack 1 sends it partials) and one homed at hub 1 (`there`), of `a`'s job.
+struct TwoHomes {
+  uint32_t here = UINT32_MAX, there = UINT32_MAX;
+};
+TwoHomes two_homes(const RackHub& a) {
+  const proto::Layout& l = a.workers->layout(a.job, 1);
+  auto plan = a.engine->snapshot().jobs[0];
+  TwoHomes t;
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) (plan->math.hub.homes->home(c) == 0 ? t.here : t.there) = c;
+  EXPECT_NE(t.here, UINT32_MAX);
+  EXPECT_NE(t.there, UINT32_MAX);
+  return t;
+}
+
+// A forward of `op` from rack 1 naming the first segment of `chunk` of `a`'s job.
+proto::Header first_segment_from_rack1(const RackHub& a, proto::Opcode op, uint32_t chunk) {
+  const proto::Layout& l = a.workers->layout(a.job, 1);
+  proto::Header h;
+  h.opcode = op;
+  h.rank = 1;
+  h.chunk_id = chunk;
+  h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(chunk), 0));
+  return h;
+}
+
+// A wrong forward and the drop it must be counted as.
+struct Case {
+  engine::Drop drop;
+  std::vector<std::byte> frame;
+};
+// Sends every case's frame to `a`'s core port; each must be counted as its drop, and nothing else dropped.
+engine::JobCounters expect_drops(const RackHub& a, const std::vector<Case>& cases) {
+  std::array<uint64_t, engine::kDropCount> want{};
+  for (const Case& c : cases) {
+    a.core->send_frame(c.frame, 0);
+    ++want[static_cast<size_t>(c.drop)];
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (a.counters().drops != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto got = a.counters();
+  for (size_t d = 0; d < engine::kDropCount; ++d) {
+    EXPECT_EQ(got.drops[d], want[d]) << engine::drop_name(static_cast<engine::Drop>(d));
+  }
+  return got;
+}
+
 TEST(Hubs, WrongForwardsAreCountedDropsOfTheJob) {
   const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
   RackHub a(job, 0, 2, 1);
   a.start();
   greet_as_peer(a, job, 1);  // forwards are taken only from a peer whose hierarchy is known to be the same
   const proto::Layout& l = a.workers->layout(job, 1);
-  // A chunk homed at hub 0 (rack 1 sends it partials) and one homed at hub 1.
-  auto plan = a.engine->snapshot().jobs[0];
-  uint32_t here = UINT32_MAX, there = UINT32_MAX;
-  for (uint32_t c = 0; c < l.chunk_count(); ++c) (plan->math.hub.homes->home(c) == 0 ? here : there) = c;
-  ASSERT_NE(here, UINT32_MAX);
-  ASSERT_NE(there, UINT32_MAX);
-  auto partial = [&](uint32_t chunk) {
-    proto::Header h;
-    h.opcode = proto::Opcode::fwd_partial;
-    h.rank = 1;
-    h.chunk_id = chunk;
-    h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(chunk), 0));
-    return h;
-  };
+  const auto [here, there] = two_homes(a);
+  auto partial = [&](uint32_t chunk) { return first_segment_from_rack1(a, proto::Opcode::fwd_partial, chunk); };
   const uint32_t good_ip = hub_ip(1);
   const uint16_t good_port = job.port_base;
-  struct Case {
-    engine::Drop drop;
-    std::vector<std::byte> frame;
-  };
   std::vector<Case> cases;
   cases.push_back({engine::Drop::fwd_bad_mac, forward_frame(a, job, partial(here), good_ip, good_port, true)});
   cases.push_back({engine::Drop::fwd_wrong_source, forward_frame(a, job, partial(here), hub_ip(7), good_port)});
@@ -657,20 +694,7 @@ TEST(Hubs, WrongForwardsAreCountedDropsOfTheJob) {
   early.chunk_id = there;
   early.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(there), 0));
   cases.push_back({engine::Drop::fwd_stale, forward_frame(a, job, early, good_ip, good_port)});
-
-  std::array<uint64_t, engine::kDropCount> want{};
-  for (const Case& c : cases) {
-    a.core->send_frame(c.frame, 0);
-    ++want[static_cast<size_t>(c.drop)];
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-  while (a.counters().drops != want && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  const auto got = a.counters();
-  for (size_t d = 0; d < engine::kDropCount; ++d) {
-    EXPECT_EQ(got.drops[d], want[d]) << engine::drop_name(static_cast<engine::Drop>(d));
-  }
+  const auto got = expect_drops(a, cases);
   EXPECT_EQ(got.partials_received, 0u);
   EXPECT_EQ(got.hub_results_received, 0u);
   // Per peer: the misplaced piece and the result not due were authentic forwards of hub 1 (it answered);
@@ -681,7 +705,7 @@ TEST(Hubs, WrongForwardsAreCountedDropsOfTheJob) {
   EXPECT_EQ(peer.results_received, 1u);
 }
 
-TEST(Hubs, AWorkerOfAnotherRackIsDroppedAndAPsJobIsRefused) {
+TEST(Hubs, AWorkerOfAnotherRackIsDropped) {
   config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
   {
     RackHub a(job, 0, 2, 1);
@@ -695,8 +719,290 @@ TEST(Hubs, AWorkerOfAnotherRackIsDroppedAndAPsJobIsRefused) {
     EXPECT_EQ(a.counters().drops[static_cast<size_t>(engine::Drop::rank_elsewhere)], segments_of(*a.workers, job));
     EXPECT_EQ(a.counters().pushes, 0u);
   }
-  job.mode = config::JobMode::ps;
-  EXPECT_THROW(RackHub(job, 0, 2, 1), std::runtime_error);
+}
+
+// ---- Parameter-server jobs across racks ----
+
+// Initial weights rank 0 sends (exactly representable in every dtype).
+float initial_weight(uint16_t, uint32_t, uint32_t chunk, uint32_t elem) {
+  return 0.25f * static_cast<float>((chunk * 7u + elem) % 9u) - 1.0f;
+}
+
+config::Job ps_hub_job(Dtype d, config::OptimizerKind k, uint16_t workers,
+                       const std::vector<std::vector<uint16_t>>& ranks_by_rack) {
+  config::Job j = hub_job(d, workers, ranks_by_rack);
+  j.mode = config::JobMode::ps;
+  j.optimizer.kind = k;
+  j.optimizer.lr = 0.125f;
+  j.optimizer.momentum = 0.5f;
+  return j;
+}
+
+// `rank` sends `op` (an init of `v`'s elements, or a pull) for every segment of every chunk, and again every
+// 5 ms for the segments not answered yet, as a client does. Returns the answers; every segment must get one.
+Results ask_every_segment(Workers& w, const config::Job& job, uint16_t rank, proto::Opcode op, const Values& v) {
+  const proto::Layout& l = w.layout(job, 1);
+  std::map<std::pair<uint32_t, uint32_t>, uint16_t> open;  // (chunk, offset) -> elements
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+    for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg) {
+      open[{c, l.segment_offset(seg)}] = static_cast<uint16_t>(l.segment_count_elems(l.chunk(c), seg));
+    }
+  }
+  Results got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!open.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (const auto& [where, elems] : open) {
+      proto::Header h;
+      h.opcode = op;
+      h.dtype = job.dtype;
+      h.rank = rank;
+      h.chunk_id = where.first;
+      h.elem_offset = where.second;
+      h.elem_count = elems;
+      std::vector<float> x;
+      if (op == proto::Opcode::init) {
+        for (uint32_t e = 0; e < elems; ++e) x.push_back(v(rank, 0, where.first, where.second + e));
+      }
+      w.send(job, rank, h, encode(x, job.dtype));
+    }
+    for (const Received& r : w.receive(open.size(), std::chrono::milliseconds(5))) {
+      if (r.hdr.opcode != proto::Opcode::result) {
+        EXPECT_EQ(r.hdr.status, proto::Status::not_initialized) << "only weights not there yet are refused";
+        continue;
+      }
+      got[{r.hdr.round, r.hdr.chunk_id, r.hdr.elem_offset}] = r.payload;
+      open.erase({r.hdr.chunk_id, r.hdr.elem_offset});
+    }
+  }
+  EXPECT_TRUE(open.empty()) << open.size() << " segments never answered";
+  (void)w.receive(1000, std::chrono::milliseconds(20));  // late answers of the resends
+  return got;
+}
+
+// Adds `more` to `into`; an entry both hold must be equal.
+void merge(Results& into, const Results& more) {
+  for (const auto& [k, payload] : more) {
+    auto [it, fresh] = into.try_emplace(k, payload);
+    if (!fresh) {
+      EXPECT_EQ(it->second, payload) << "two answers of one segment differ";
+    }
+  }
+}
+
+// A ps job starts: rank 0 (on the hub of `rank0`) inits every segment, then every other rank pulls them.
+std::vector<Results> start_ps(std::vector<std::pair<Workers*, std::vector<uint16_t>>> racks, const config::Job& job) {
+  std::vector<Results> out(racks.size());
+  for (size_t i = 0; i < racks.size(); ++i) {
+    for (uint16_t rank : racks[i].second) {
+      if (rank == 0) merge(out[i], ask_every_segment(*racks[i].first, job, 0, proto::Opcode::init, initial_weight));
+    }
+  }
+  for (size_t i = 0; i < racks.size(); ++i) {
+    for (uint16_t rank : racks[i].second) {
+      if (rank != 0) merge(out[i], ask_every_segment(*racks[i].first, job, rank, proto::Opcode::pull, initial_weight));
+    }
+  }
+  return out;
+}
+
+// The same job over one rack hub per rack of its ranks_by_rack (lcores 1, 2, ...), through a switch that loses
+// what `drop` says; each hub's answers and results. `check` sees the hubs before they stop.
+std::vector<Results> run_ps_hubs(const config::Job& job, uint32_t rounds, const Values& v,
+                                 std::function<bool(const proto::Header&)> drop = nullptr,
+                                 std::function<void(std::vector<RackHub*>&)> check = nullptr) {
+  const auto racks = static_cast<uint16_t>(job.ranks_by_rack.size());
+  std::vector<std::unique_ptr<RackHub>> owned;
+  std::vector<RackHub*> hubs;
+  for (uint16_t r = 0; r < racks; ++r) {
+    owned.push_back(std::make_unique<RackHub>(job, r, racks, r + 1u));
+    hubs.push_back(owned.back().get());
+  }
+  Switch sw(hubs);
+  if (drop) sw.drop = std::move(drop);
+  sw.start();
+  for (RackHub* h : hubs) h->start();
+  RackHub::settle(hubs);
+  std::vector<std::pair<Workers*, std::vector<uint16_t>>> by_rack;
+  for (RackHub* h : hubs) by_rack.emplace_back(h->workers.get(), h->local_ranks());
+  std::vector<Results> out = start_ps(by_rack, job);
+  const std::vector<Results> trained = run_hubs(hubs, rounds, v);
+  for (size_t i = 0; i < hubs.size(); ++i) merge(out[i], trained[i]);
+  if (check) check(hubs);
+  sw.stop();
+  return out;
+}
+
+// What every hub's counters must show after a clean run: no drop but the early pulls' not_initialized (and a
+// slow CPU's harmless resend traces), weights requested by the hubs without rank 0 and received by all.
+void expect_clean_ps_run(std::vector<RackHub*>& hubs) {
+  for (RackHub* h : hubs) {
+    const auto c = h->counters();
+    const bool has_rank0 = std::count(h->local_ranks().begin(), h->local_ranks().end(), 0) != 0;
+    EXPECT_EQ(c.weights_received, h->segments_homed(false)) << "rack " << h->rack << " holds every remote segment once";
+    // Rank 0 resends the inits not answered yet, so a segment may be forwarded and initialised more than once.
+    EXPECT_GE(c.inits, h->segments_homed(true)) << "rack " << h->rack << " initialised every segment it homes";
+    if (has_rank0) {
+      EXPECT_GE(c.inits_forwarded, h->segments_homed(false)) << "rank 0's init of every segment homed elsewhere";
+    } else {
+      EXPECT_EQ(c.inits_forwarded, 0u);
+      EXPECT_GT(c.weights_requested, 0u) << "its pulls found no weights at first and asked the homes";
+    }
+    for (size_t d = 0; d < engine::kDropCount; ++d) {
+      const auto drop = static_cast<engine::Drop>(d);
+      if (drop == engine::Drop::not_initialized || drop == engine::Drop::fwd_bad_mac || drop == engine::Drop::fwd_stale) {
+        continue;
+      }
+      EXPECT_EQ(c.drops[d], 0u) << "rack " << h->rack << ": " << engine::drop_name(drop);
+    }
+  }
+}
+
+TEST(Hubs, TwoRackHubsRunAPsJobWithMomentumLikeAFlatServer) {
+  const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::momentum, 4, {{0, 1}, {2, 3}});
+  const Results flat = run_flat(job, 3, gradient);
+  std::set<uint32_t> labels;
+  for (const auto& entry : flat) labels.insert(std::get<0>(entry.first));
+  EXPECT_EQ(labels, (std::set<uint32_t>{0, 1, 2, UINT32_MAX})) << "the initial weights and three rounds' results";
+  const std::vector<Results> got = run_ps_hubs(job, 3, gradient, nullptr, expect_clean_ps_run);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], flat) << "the initial weights and the weights after each round";
+  EXPECT_EQ(got[1], flat);
+}
+
+TEST(Hubs, ThreeRackHubsRunAPsJobWithAdamInBf16LikeAFlatServer) {
+  // Rank 0 in the middle rack; every hub homes some chunks.
+  const config::Job job = ps_hub_job(Dtype::bf16, config::OptimizerKind::adam, 5, {{1, 4}, {0, 3}, {2}});
+  const Results flat = run_flat(job, 3, gradient);
+  const std::vector<Results> got = run_ps_hubs(job, 3, gradient, nullptr, [](std::vector<RackHub*>& hubs) {
+    for (RackHub* h : hubs) EXPECT_GT(h->segments_homed(true), 0u);
+    expect_clean_ps_run(hubs);
+  });
+  ASSERT_EQ(got.size(), 3u);
+  for (const Results& r : got) EXPECT_EQ(r, flat);
+}
+
+TEST(Hubs, DeterministicPsWithAdamIsBitEqualToAFlatServer) {
+  // Racks of consecutive ranks, every rack but the first of one rank: the documented order ((x0 + x1) + x2)
+  // + x3 is the flat server's, so inexact data gives the same bits.
+  config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::adam, 4, {{0, 1}, {2}, {3}});
+  job.deterministic = true;
+  job.reduce = config::Reduce::mean;
+  const Results flat = run_flat(job, 3, inexact);
+  const std::vector<Results> got = run_ps_hubs(job, 3, inexact, nullptr, expect_clean_ps_run);
+  for (const Results& r : got) EXPECT_EQ(r, flat);
+}
+
+// A pull at a rack hub is answered from the weights that hub holds, under the address rules: pulls of a rank
+// from another address than its proven one are answered at the proven address, never at the new one (one
+// header never buys a chunk elsewhere), and the hub asks the home for nothing; from the proven address the
+// rank gets the latest weights, labelled with their round.
+TEST(Hubs, APullAtARackHubIsAnsweredFromItsWeightsAndNeverAmplifies) {
+  const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::momentum, 4, {{0, 1}, {2, 3}});
+  const Results flat = run_flat(job, 2, gradient);
+  (void)run_ps_hubs(job, 2, gradient, nullptr, [&](std::vector<RackHub*>& hubs) {
+    RackHub& b = *hubs[1];  // rank 0 is rack 0's: every weight at hub 1 came from a home
+    const proto::Layout& l = b.workers->layout(job, 1);
+    auto pull_every_chunk = [&] {
+      for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+        proto::Header h;
+        h.opcode = proto::Opcode::pull;
+        h.rank = 3;
+        h.chunk_id = c;  // elem_offset 0, elem_count 0: the whole chunk
+        b.workers->send(job, 3, h, {});
+      }
+    };
+    const auto before_b = b.counters();
+    const auto before_a = hubs[0]->counters();
+    b.workers->udp_port_shift = 7;  // pulls of rank 3 from another UDP port
+    pull_every_chunk();
+    const auto elsewhere = b.workers->receive(segments_of(*b.workers, job), std::chrono::milliseconds(2000));
+    ASSERT_EQ(elsewhere.size(), segments_of(*b.workers, job));
+    for (const Received& r : elsewhere) EXPECT_EQ(r.dst_port, 50000 + 3) << "answered at the proven address only";
+    const auto after_b = b.counters();
+    EXPECT_EQ(after_b.pulls - before_b.pulls, l.chunk_count());
+    EXPECT_EQ(after_b.addresses_kept - before_b.addresses_kept, l.chunk_count());
+    EXPECT_EQ(after_b.weights_requested, before_b.weights_requested) << "the hub holds the weights: nothing asked";
+    EXPECT_EQ(hubs[0]->counters().hub_results_sent, before_a.hub_results_sent) << "the home sent nothing";
+    b.workers->udp_port_shift = 0;  // back where its cookie was given: proven by the pull itself
+    pull_every_chunk();
+    const auto got = b.workers->receive(segments_of(*b.workers, job), std::chrono::milliseconds(2000));
+    ASSERT_EQ(got.size(), segments_of(*b.workers, job));
+    for (const Received& r : got) {
+      ASSERT_EQ(r.hdr.opcode, proto::Opcode::result);
+      EXPECT_EQ(r.hdr.round, 1u) << "the weights after the last round, labelled with it";
+      EXPECT_EQ(r.payload, flat.at({1, r.hdr.chunk_id, r.hdr.elem_offset}));
+    }
+  });
+}
+
+TEST(Hubs, ALostForwardedInitAndALostPsResultAreRecovered) {
+  const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::momentum, 4, {{0, 1}, {2, 3}});
+  const Results flat = run_flat(job, 3, gradient);
+  std::atomic<bool> init_lost{false}, result_lost{false};
+  std::atomic<uint64_t> lost{0};
+  auto drop = [&](const proto::Header& h) {
+    const bool init = h.opcode == proto::Opcode::fwd_init && h.elem_count != 0 && !init_lost.exchange(true);
+    // The home's result of round 1: updated weights a rack hub needs for its workers.
+    const bool result = h.opcode == proto::Opcode::fwd_result && h.round == 1 && !result_lost.exchange(true);
+    if (init || result) ++lost;
+    return init || result;
+  };
+  const std::vector<Results> got = run_ps_hubs(job, 3, gradient, drop, [&](std::vector<RackHub*>& hubs) {
+    EXPECT_EQ(lost, 2u);
+    const auto a = hubs[0]->counters(), b = hubs[1]->counters();
+    EXPECT_GT(a.inits_forwarded, hubs[0]->segments_homed(false)) << "the lost init (at least) was forwarded again";
+    EXPECT_EQ(a.weights_received, hubs[0]->segments_homed(false));
+    EXPECT_GE(a.partials_retransmitted + b.partials_retransmitted, 1u) << "the lost result was asked for again";
+  });
+  EXPECT_EQ(got[0], flat);
+  EXPECT_EQ(got[1], flat);
+}
+
+TEST(Hubs, WrongPsForwardsAreCountedDropsOfTheJob) {
+  const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::sgd, 4, {{0, 1}, {2, 3}});
+  RackHub a(job, 0, 2, 1);
+  a.start();
+  greet_as_peer(a, job, 1);  // forwards are taken only from a peer whose hierarchy is known to be the same
+  const proto::Layout& l = a.workers->layout(job, 1);
+  const auto [here, there] = two_homes(a);
+  auto init = [&](uint32_t chunk) { return first_segment_from_rack1(a, proto::Opcode::fwd_init, chunk); };
+  const uint32_t good_ip = hub_ip(1);
+  const uint16_t good_port = job.port_base;
+  std::vector<Case> cases;
+  // Rank 0 is rack 0's: rack 1 has no init to forward.
+  cases.push_back({engine::Drop::fwd_bad_rack, forward_frame(a, job, init(here), good_ip, good_port)});
+  proto::Header request = init(here);
+  request.elem_count = 0;  // a weights request: this home has no weights yet
+  cases.push_back({engine::Drop::not_initialized, forward_frame(a, job, request, good_ip, good_port)});
+  cases.push_back({engine::Drop::fwd_bad_mac, forward_frame(a, job, init(here), good_ip, good_port, true)});
+  request.chunk_id = there;
+  cases.push_back({engine::Drop::fwd_not_home, forward_frame(a, job, request, good_ip, good_port)});
+  proto::Header moved = init(here);
+  moved.rank = 1;
+  moved.elem_count = 0;
+  moved.elem_offset = 16;  // a request names no segment
+  cases.push_back({engine::Drop::fwd_bad_piece, forward_frame(a, job, moved, good_ip, good_port)});
+  proto::Header weights;  // the home's weights labelled with a round that is not the one before the current
+  weights.opcode = proto::Opcode::fwd_result;
+  weights.rank = 0;
+  weights.round = 7;
+  weights.chunk_id = there;
+  weights.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(there), 0));
+  cases.push_back({engine::Drop::fwd_stale, forward_frame(a, job, weights, good_ip, good_port)});
+  const auto got = expect_drops(a, cases);
+  EXPECT_EQ(got.inits, 0u);
+  EXPECT_EQ(got.weights_received, 0u);
+  EXPECT_EQ(got.hub_results_sent, 0u) << "nothing answered";
+}
+
+TEST(Hubs, APsJobAcrossRacksIsNotCheckpointed) {
+  config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::sgd, 4, {{0, 1}, {2, 3}});
+  job.checkpoint.dir = "/tmp";
+  RackHub a(job, 0, 2, 1);
+  a.start();
+  auto w = a.engine->checkpoint(job.name, std::chrono::milliseconds(100));
+  ASSERT_FALSE(w.has_value());
+  EXPECT_NE(w.error().find("a ps job spread over racks is not checkpointed"), std::string::npos) << w.error();
 }
 
 // ---- Epochs and the hierarchy across hubs (hub_state) ----

@@ -41,9 +41,9 @@ def udp(payload, dport=40000):
 
 
 n = 0
-for opcode in range(1, 14):
+for opcode in range(1, 16):
     for dtype, size in ((0, 4), (1, 2), (2, 2)):
-        carries = opcode in (1, 2, 4, 5, 11)
+        carries = opcode in (1, 2, 4, 5, 11, 15)
         count = 4 if carries else 0
         payload = bytes(range(count * size)) if carries else b""
         frame = eth(0x0800) + ipv4(17, udp(phub(opcode, dtype, count, payload)))

@@ -353,7 +353,8 @@ struct HubChunk {
   Chunk c;
   std::vector<std::byte> arena, out0, out1;
 
-  HubChunk(uint16_t self, uint16_t home, bool deterministic) {
+  // adam_ps: a ps job with Adam (the optimizer state a home keeps).
+  HubChunk(uint16_t self, uint16_t home, bool deterministic, bool adam_ps = false) {
     for (uint16_t r = 0; r < 4; ++r) {
       if (rack_of[r] == self) local.push_back(r);
     }
@@ -361,6 +362,8 @@ struct HubChunk {
     m.workers = 4;
     m.segment_elems = 32;
     m.deterministic = deterministic;
+    m.ps = adam_ps;
+    if (adam_ps) m.optimizer.kind = agg::OptimizerKind::adam;
     m.hub.racks = 2;
     m.hub.my_rack = self;
     m.hub.local_ranks = local;
@@ -418,6 +421,35 @@ TEST(HubChunk, ARackHubForwardsOnceItsRanksPushedAndIsDoneOnlyWithTheResult) {
   advance_round(h.m, h.c);
   EXPECT_FALSE(segment_done(h.m, h.c, 0));
   EXPECT_EQ(accept_result(h.m, h.c, 1, 0, bytes), ResultArrival::not_forwarded) << "its ranks have not pushed";
+}
+
+TEST(HubChunk, APsRackHubKeepsNoOptimizerStateAndTakesTheHomesWeightsOnce) {
+  const HubChunk home(0, 0, false, true);
+  EXPECT_NE(home.c.weights, nullptr);
+  EXPECT_NE(home.c.moment2, nullptr);
+  HubChunk h(1, 0, false, true);  // rack 1's hub, the chunk homed at rack 0
+  EXPECT_EQ(h.c.weights, nullptr);
+  EXPECT_EQ(h.c.moment1, nullptr);
+  EXPECT_EQ(h.c.moment2, nullptr);
+  EXPECT_EQ(h.push(1), PushResult::not_initialized);
+  const std::vector<float> w(32, 0.5f), other(32, 9.0f);
+  const auto* bytes = reinterpret_cast<const std::byte*>(w.data());
+  EXPECT_EQ(accept_weights(h.m, h.c, 0, 0, bytes), WeightsArrival::other_round) << "round 0's label, not the init's";
+  EXPECT_FALSE(segment_initialized(h.c, 0));
+  EXPECT_EQ(accept_weights(h.m, h.c, UINT32_MAX, 0, bytes), WeightsArrival::stored);
+  EXPECT_TRUE(segment_initialized(h.c, 0));
+  EXPECT_TRUE(h.c.initialized);
+  const auto [buffer, label] = newest_result(h.m, h.c);
+  EXPECT_EQ(label, UINT32_MAX);
+  float first = 0;
+  std::memcpy(&first, h.c.out[buffer], 4);
+  EXPECT_EQ(first, 0.5f) << "what a pull returns";
+  EXPECT_EQ(accept_weights(h.m, h.c, UINT32_MAX, 0, reinterpret_cast<const std::byte*>(other.data())),
+            WeightsArrival::duplicate);
+  std::memcpy(&first, h.c.out[buffer], 4);
+  EXPECT_EQ(first, 0.5f) << "a second copy changes nothing";
+  EXPECT_EQ(h.push(1), PushResult::accepted);
+  EXPECT_EQ(h.push(3), PushResult::rack_complete);
 }
 
 TEST(HubChunk, AHomeCountsOnePartialPerRackAndPieceInAnyOrder) {

@@ -37,8 +37,8 @@ Sealed sealed(const Header& h, const AuthKey& key) {
   return s;
 }
 
-TEST(Forward, BothOpcodesParseWithTheirPayload) {
-  for (Opcode op : {Opcode::fwd_partial, Opcode::fwd_result}) {
+TEST(Forward, EveryForwardOpcodeParsesWithItsPayload) {
+  for (Opcode op : {Opcode::fwd_partial, Opcode::fwd_result, Opcode::fwd_init}) {
     const Header h = forward(op, 352);
     std::vector<std::byte> msg(kHeaderBytes + 352 * 4);
     ASSERT_TRUE(build_message(h, bytes_of(352 * 4), msg).has_value());
@@ -51,6 +51,7 @@ TEST(Forward, BothOpcodesParseWithTheirPayload) {
   }
   EXPECT_EQ(opcode_name(Opcode::fwd_partial), "fwd_partial");
   EXPECT_EQ(opcode_name(Opcode::fwd_result), "fwd_result");
+  EXPECT_EQ(opcode_name(Opcode::fwd_init), "fwd_init");
   EXPECT_FALSE(opcode_is_forward(Opcode::push));
   EXPECT_FALSE(opcode_is_forward(Opcode::result));
 }
@@ -65,8 +66,26 @@ TEST(Forward, APartialIsFp32AndAResultHasTheJobsDtype) {
   EXPECT_TRUE(parse_header(msg).has_value());
 }
 
+// A ps hub forwards rank 0's init as it came (any dtype), or asks for a chunk's weights with no elements.
+TEST(Forward, AnInitForwardCarriesAnyDtypeOrNoElements) {
+  std::vector<std::byte> msg(kHeaderBytes + 32);
+  ASSERT_TRUE(build_message(forward(Opcode::fwd_init, 16, Dtype::bf16), bytes_of(32), msg).has_value());
+  auto p = parse_header(msg);
+  ASSERT_TRUE(p.has_value()) << parse_error_name(p.error());
+  EXPECT_EQ(p->dtype, Dtype::bf16);
+  std::vector<std::byte> request(kHeaderBytes);
+  ASSERT_TRUE(build_message(forward(Opcode::fwd_init, 0), {}, request).has_value());
+  p = parse_header(request);
+  ASSERT_TRUE(p.has_value()) << parse_error_name(p.error());
+  EXPECT_EQ(p->elem_count, 0u);
+  store_be<uint16_t>(request.data() + 28, 1);  // one element named, none carried
+  p = parse_header(request);
+  ASSERT_FALSE(p.has_value());
+  EXPECT_EQ(p.error(), ParseError::elem_count_mismatch);
+}
+
 TEST(Forward, TheCrcFlagIsRefused) {
-  for (Opcode op : {Opcode::fwd_partial, Opcode::fwd_result}) {
+  for (Opcode op : {Opcode::fwd_partial, Opcode::fwd_result, Opcode::fwd_init}) {
     Header h = forward(op, 8);
     h.flags = flag::crc;
     std::vector<std::byte> msg(kHeaderBytes + 32);

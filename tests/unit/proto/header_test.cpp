@@ -96,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Corruption{"version_1", 2, 1, ParseError::bad_version},
                       Corruption{"version_3", 2, 3, ParseError::bad_version},
                       Corruption{"opcode_zero", 3, 0, ParseError::bad_opcode},
-                      Corruption{"opcode_high", 3, 15, ParseError::bad_opcode},
+                      Corruption{"opcode_high", 3, 16, ParseError::bad_opcode},
                       Corruption{"opcode_255", 3, 255, ParseError::bad_opcode},
                       Corruption{"dtype", 6, 3, ParseError::bad_dtype},
                       Corruption{"status", 7, 200, ParseError::bad_status},

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "phub/agg/kernels.hpp"
 #include "phub/base/dtype.hpp"
@@ -75,11 +76,12 @@ struct Chunk {
   uint16_t home = 0;                 // hierarchical: the rack index of the chunk's home hub
   uint64_t forward_due_tsc = 0;      // rack hub: when the pieces still unanswered are sent again (0: none)
   uint64_t forward_backoff_tsc = 0;  // rack hub: the wait before that resend, doubled after each one
+  uint64_t weights_asked_tsc = 0;    // ps rack hub: when it last asked the home for the chunk's weights
 
   float* acc = nullptr;        // elems fp32: the running sum (null where it is kept in out[cur], see sums_in_result)
-  float* weights = nullptr;    // ps: elems fp32
-  float* moment1 = nullptr;    // ps momentum/nesterov/adam: elems fp32
-  float* moment2 = nullptr;    // ps adam: elems fp32
+  float* weights = nullptr;    // ps (flat, or the chunk's home): elems fp32
+  float* moment1 = nullptr;    // ps momentum/nesterov/adam (flat, or home): elems fp32
+  float* moment2 = nullptr;    // ps adam (flat, or home): elems fp32
   std::byte* staging = nullptr;  // deterministic: workers x elems x in_dtype bytes
   uint64_t* bits = nullptr;      // segments x bitmap_words: who contributed to each segment this round
   uint16_t* counts = nullptr;    // segments: contributions this round
@@ -176,6 +178,27 @@ void advance_round(const JobMath& m, Chunk& c) noexcept;
 // what a pull returns), unless `fresh_weights`: then it waits for rank 0's init again. The caller has
 // made sure that out[cur ^ 1] is not referenced by a transmit.
 void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept;
+
+// ps on a hierarchical job: whether segment `seg` has its weights (from rank 0's init at the chunk's home, from
+// the home's answer at a rack hub).
+[[nodiscard]] bool segment_initialized(const Chunk& c, uint32_t seg) noexcept;
+
+// The newest complete state of a chunk, as (result buffer, round label): the previous round's result, or
+// the current round's while its advance is deferred (advance_pending: complete, not advanced yet).
+[[nodiscard]] inline std::pair<int, uint32_t> newest_result(const JobMath& m, const Chunk& c) noexcept {
+  if (c.advance_pending) return {c.cur, c.round};
+  return {c.cur ^ 1, prev_round(m, c.round)};
+}
+
+enum class WeightsArrival : uint8_t {
+  stored,       // written where a pull reads (out[cur ^ 1]); the chunk is initialised once every segment is
+  duplicate,    // the segment has its weights already (from an earlier answer; later rounds bring results)
+  other_round,  // not labelled with the round before the chunk's current one
+};
+// ps, a rack hub of a chunk homed elsewhere: the home's weights of segment `seg` (payload: the segment in
+// out_dtype), its answer to a forwarded init or a weights request, labelled `round`.
+[[nodiscard]] WeightsArrival accept_weights(const JobMath& m, Chunk& c, uint32_t round, uint32_t seg,
+                                            const std::byte* payload) noexcept;
 
 enum class InitResult : uint8_t { accepted, chunk_initialized, too_late, bad_request };
 

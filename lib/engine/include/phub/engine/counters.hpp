@@ -53,9 +53,9 @@ namespace phub::engine {
                     "has not sent as many bytes as the message has")                                                  \
   X(rank_elsewhere, "hierarchical job: a packet of a rank that ranks_by_rack puts in another rack")          \
   X(fwd_bad_mac, "hub forward: the payload MAC (or the tag under it) is wrong")                              \
-  X(fwd_bad_rack, "hub forward: rank is not another rack's index (partial) or not this hub's (result)")      \
+  X(fwd_bad_rack, "hub forward: rank is not another rack's index (partial), not this hub's (result), or not rank 0's (init)") \
   X(fwd_wrong_source, "hub forward: not from the sending rack's hub_ipv4 and its UDP port for the lcore")    \
-  X(fwd_not_home, "hub forward: a partial for a chunk homed elsewhere, or a result for one homed here")      \
+  X(fwd_not_home, "hub forward: a partial or init for a chunk homed elsewhere, or a result for one homed here") \
   X(fwd_bad_piece, "hub forward: the element range is not a piece (partial) or segment (result) of the chunk") \
   X(fwd_stale, "hub result for another round, or for a segment this rack has not forwarded")                \
   X(hub_unresolved, "a forward not sent: the peer hub's MAC address is not known yet (ARP asked)")         \
@@ -127,6 +127,9 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(hub_states_sent, "hierarchical: hub_state messages sent to peer hubs (epoch, fingerprint, keep-alive)")   \
   X(hub_states_received, "hierarchical: fresh hub_state messages received (they echoed this lcore's nonce)")  \
   X(hub_epochs_adopted, "hierarchical: epochs (or rank 0 holders) taken from rank 0's hub")                    \
+  X(inits_forwarded, "hierarchical ps: rank 0's init segments forwarded to the chunks' home hubs (fwd_init)") \
+  X(weights_requested, "hierarchical ps: header-only fwd_init requests for a chunk's weights sent to its home") \
+  X(weights_received, "hierarchical ps: weight segments from home hubs stored here before the first round")  \
   X(round_latency_sum_ns, "sum of the completed rounds' latencies, first push to last result")
 
 // Round latency histogram: a round's time from its first contribution to its completion. Upper bounds in

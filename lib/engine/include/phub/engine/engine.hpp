@@ -130,13 +130,6 @@ struct CheckpointWritten {
   size_t pruned = 0;         // older files removed (checkpoint.keep)
 };
 
-// What a config asks for that the engine cannot run, as an error naming the fields; nullopt when it can.
-// Engine::create refuses such a config.
-[[nodiscard]] std::optional<std::string> engine_unsupported(const config::Config& cfg);
-// What phub-server refuses (--check and start): what the engine refuses (engine_unsupported). Racks are
-// runnable: forwards, joins and epochs cross hubs (docs/hierarchy.md).
-[[nodiscard]] std::optional<std::string> unsupported_settings(const config::Config& cfg);
-
 class Engine {
  public:
   // Opens the ports, plans and admits every job (refusing what exceeds a quota or the server's memory),

@@ -182,6 +182,19 @@ class Lcore {
   // The stall scan's part for a rack hub: pieces still unanswered at their deadline are sent again.
   void resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_t now) noexcept;
 
+  // Parameter-server jobs across racks (hub_ps.cpp, docs/hierarchy.md "Parameter-server jobs").
+  // Rank 0's init of a segment of a chunk homed elsewhere: answered from the weights the home sent here, or
+  // forwarded to the home (fwd_init) while this hub has none.
+  void relay_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
+  // A ps chunk homed elsewhere without weights here (a pull or push found it uninitialised): a header-only
+  // fwd_init asks the home for them, at most once per kWeightsAskUs.
+  void ask_home_for_weights(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  // At the home: a verified fwd_init, rank 0's init of segment `seg` (payload) or a request for every
+  // initialised segment (no payload); answered with fwd_result segments of the newest weights.
+  void on_fwd_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
+  // At a rack hub: a fwd_result of the round before the chunk's current one, the home's weights.
+  void on_hub_weights(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
+
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
   rte_mbuf* start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept;
   // The same into a given mbuf (freed on failure).

@@ -15,7 +15,7 @@ namespace phub::proto {
 
 inline constexpr uint16_t kMagic = 0x5048;  // "PH"
 inline constexpr uint8_t kVersion = 2;  // 2: job epoch, join handshake, pull/init answers labelled as results,
-                                        // hub forwards (opcodes 4 and 5, docs/hierarchy.md), hub state (14)
+                                        // hub forwards (opcodes 4, 5 and 15, docs/hierarchy.md), hub state (14)
 inline constexpr size_t kHeaderBytes = 54;  // Eth 14 + IPv4 20 + UDP 8 + 54 = 96: payload 32-byte aligned in a frame
 
 enum class Opcode : uint8_t {
@@ -33,9 +33,11 @@ enum class Opcode : uint8_t {
   pull = 12,          // worker -> server (ps mode): send the current weights of a chunk
   joined = 13,        // server -> worker: answer to join; epoch = the job's epoch, aux = its first round
   hub_state = 14,     // hub <-> hub: a job's epoch and hierarchy fingerprint on one lcore (hub_state.hpp)
+  fwd_init = 15,      // rack hub -> home hub (ps): rank 0's init of one segment, or with no elements a request
+                      // for the chunk's weights (docs/hierarchy.md)
 };
 inline constexpr uint8_t kOpcodeMin = 1;
-inline constexpr uint8_t kOpcodeMax = 14;
+inline constexpr uint8_t kOpcodeMax = 15;
 
 // Whether `op` is an opcode of this protocol version.
 [[nodiscard]] constexpr bool opcode_assigned(uint8_t op) noexcept { return op >= kOpcodeMin && op <= kOpcodeMax; }
@@ -45,12 +47,12 @@ inline constexpr uint8_t kOpcodeMax = 14;
 // Opcodes whose payload is elem_count elements of dtype.
 [[nodiscard]] constexpr bool opcode_carries_elems(Opcode op) noexcept {
   return op == Opcode::push || op == Opcode::result || op == Opcode::init || op == Opcode::fwd_partial ||
-         op == Opcode::fwd_result;
+         op == Opcode::fwd_result || op == Opcode::fwd_init;
 }
 
 // Hub-to-hub opcodes: their crc32c and aux fields hold a keyed payload MAC (auth.hpp, seal_fwd), not a CRC.
 [[nodiscard]] constexpr bool opcode_is_forward(Opcode op) noexcept {
-  return op == Opcode::fwd_partial || op == Opcode::fwd_result;
+  return op == Opcode::fwd_partial || op == Opcode::fwd_result || op == Opcode::fwd_init;
 }
 
 // Opcodes that travel only between hubs: their payload is authenticated by the same MAC as a forward's.

@@ -1,0 +1,89 @@
+// Parameter-server jobs across racks (docs/hierarchy.md, "Parameter-server jobs"): a chunk's home hub holds
+// its weights and optimizer state; rank 0's hub forwards rank 0's init to the home (fwd_init), and a rack
+// hub without a chunk's weights asks the home for them (a fwd_init without elements). The home answers both
+// with fwd_result segments of its newest weights, which a rack hub keeps as what its pulls return.
+#include "phub/engine/lcore.hpp"
+#include "rx_frame.hpp"
+
+namespace phub::engine {
+namespace {
+
+// The least time between two weights requests of one chunk: a worker's pull comes every 5 ms while it
+// waits, every worker of the rack pulls, and one answer serves them all.
+constexpr uint64_t kWeightsAskUs = 1000;
+
+}  // namespace
+
+void Lcore::relay_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
+  const JobMath& m = plan.math;
+  if (segment_initialized(c, seg)) {
+    // The home's weights are here: answered as a flat server answers an init (its current weights).
+    const auto [buffer, label] = newest_result(m, c);
+    return send_segment(plan, lj, c, buffer, label, seg, rx.hdr.rank);
+  }
+  // Forwarded as it came (its dtype, its elements): the size of the packet rank 0 sent, never more. Rank 0
+  // sends its init again until it is answered, and each one is forwarded again until the home's weights
+  // are here: so a lost forward or a lost answer is repaired by rank 0's own retransmit.
+  proto::Header h = rx.hdr;
+  h.opcode = proto::Opcode::fwd_init;
+  h.flags = rx.hdr.flags & proto::flag::retransmit;
+  h.rank = m.hub.my_rack;
+  h.round = newest_result(m, c).second;
+  h.epoch = lj.epoch;
+  h.crc32c = 0;
+  h.aux = 0;
+  transmit_forward(plan, lj, c.home, h, nullptr, rx.payload.data());
+  bump(lj.counters.inits_forwarded);
+}
+
+void Lcore::ask_home_for_weights(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
+  const JobMath& m = plan.math;
+  if (!m.ps || !hierarchical(m) || c.home == m.hub.my_rack) return;
+  if (c.weights_asked_tsc != 0 && now_tsc_ - c.weights_asked_tsc < hz_ / 1'000'000 * kWeightsAskUs) return;
+  c.weights_asked_tsc = now_tsc_ | 1;
+  proto::Header h;
+  h.opcode = proto::Opcode::fwd_init;
+  h.dtype = m.out_dtype;
+  h.job_id = plan.cfg.id;
+  h.rank = m.hub.my_rack;
+  h.round = newest_result(m, c).second;
+  h.chunk_id = c.id;
+  h.epoch = lj.epoch;
+  transmit_forward(plan, lj, c.home, h, nullptr, nullptr);
+  bump(lj.counters.weights_requested);
+}
+
+void Lcore::on_fwd_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
+  const JobMath& m = plan.math;
+  const proto::Header& h = rx.hdr;
+  const bool request = h.elem_count == 0;
+  if (!request && init_segment(m, c, seg, rx.payload.data(), h.dtype) != InitResult::too_late) {
+    bump(lj.counters.inits);
+  }
+  const uint32_t first = request ? 0 : seg;
+  const uint32_t last = request ? c.segments : seg + 1;
+  const auto [buffer, label] = newest_result(m, c);
+  bool answered = false;
+  for (uint32_t s = first; s < last; ++s) {
+    if (!segment_initialized(c, s)) continue;  // rank 0's init of it has not come yet
+    send_hub_result(plan, lj, c, buffer, label, s, h.rank);
+    answered = true;
+  }
+  if (!answered) count_drop(lj, Drop::not_initialized);
+}
+
+void Lcore::on_hub_weights(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
+  switch (accept_weights(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
+    case WeightsArrival::stored:
+      bump(lj.counters.weights_received);
+      break;
+    case WeightsArrival::duplicate:
+      bump(lj.counters.duplicates);
+      break;
+    case WeightsArrival::other_round:
+      count_drop(lj, Drop::fwd_stale);
+      break;
+  }
+}
+
+}  // namespace phub::engine
