@@ -42,6 +42,7 @@ API (Testbed):
   .release_hub_address(r, j=1), .exec_argv(ns, argv), .popen(ns, argv) (stopped by down()),
   .reachable(ns, addr, tries=1), .nft_tables(ns=None)
 Module: kernel_lacks(nft=False) (what this kernel misses; nft=True adds the core's loss and duplication),
+core_counters(core_ns, racks) (the method's figures from anywhere, by the core's name),
 processes_in(netns_inodes), delete_netns(name), cleanup_all(), build_delayline(dir), hub_addr(r, j=1).
 Everything created is removed by down(), also when set-up fails, on an exception inside `with`, and on
 SIGINT/SIGTERM (turned into SystemExit; down() runs with both signals blocked, so a second one cannot cut it
@@ -329,14 +330,7 @@ class Testbed:
     def core_counters(self):
         """Per rack-facing interface of the core: {"rR": {rx_bytes, rx_packets, tx_bytes, tx_packets, rx_dropped,
         tx_dropped}} (rx: from the rack into the core; tx: from the core to the rack; frame bytes)."""
-        links = json.loads(sh("ip", "-n", self.ns_core(), "-s", "-j", "link", "show", capture=True))
-        out = {}
-        for link in links:
-            if link["ifname"] in ["r%d" % r for r in range(1, self.racks + 1)]:
-                st = link["stats64"]
-                out[link["ifname"]] = {"%s_%s" % (d, k): st[d][k] for d in ("rx", "tx")
-                                       for k in ("bytes", "packets", "dropped")}
-        return out
+        return core_counters(self.ns_core(), self.racks)
 
     # -- hubs ---------------------------------------------------------------------------------------
     def release_hub_address(self, r, j=1):
@@ -412,6 +406,19 @@ class Testbed:
         return {"hosts": self.hosts, "hubs": self.hubs, "core": core, "access_mbit": self.access_mbit,
                 "uplink_mbit": self.uplink_mbit, "hub_mbit": self.hub_mbit,
                 "delays_us": self.delays_us[:self.racks], "prefix": self.prefix}
+
+
+def core_counters(core_ns, racks):
+    """Testbed.core_counters() for a testbed known only by its core namespace and rack count (e.g. from a
+    process inside one of its hosts: `ip -n` enters the core's namespace by name)."""
+    links = json.loads(sh("ip", "-n", core_ns, "-s", "-j", "link", "show", capture=True))
+    out = {}
+    for link in links:
+        if link["ifname"] in ["r%d" % r for r in range(1, racks + 1)]:
+            st = link["stats64"]
+            out[link["ifname"]] = {"%s_%s" % (d, k): st[d][k] for d in ("rx", "tx")
+                                   for k in ("bytes", "packets", "dropped")}
+    return out
 
 
 def install_signal_cleanup():
