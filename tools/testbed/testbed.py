@@ -6,7 +6,8 @@ Topology (addresses from 198.18.0.0/15 only; nothing is reachable from the root 
   hub namespaces   <pfx>-hubR-J  eth0 198.18.R.(1+J)/24, default via 198.18.R.1       (J = 1..hubs_per_rack <= 8)
                                  hub 1 of rack R is always 198.18.R.2: where a rack's phub-server runs
   rack routers     <pfx>-rR      bridge br0 198.18.R.1/24 joins the hosts ("hI") and hubs ("hubJ");
-                                 uplink "up" 198.19.R.1/30
+                                 uplink "up" 198.19.R.1/30; proxy ARP on br0, so a hub whose address is
+                                 given as /15 reaches the hubs of other racks by ARP through the router
   delay lines      <pfx>-dR      user-space delay line (delayline.cpp) forwarding between "dla" and "dlb"
   core router      <pfx>-core    "rR" 198.19.R.2/30 towards each rack (its rack-facing interfaces)
 Host access links and rack uplinks are shaped with tbf in both directions; the uplink rate is
@@ -234,6 +235,9 @@ class Testbed:
             sh("ip", "-n", rack, "link", "add", "name", "br0", "type", "bridge")
             sh("ip", "-n", rack, "addr", "add", "198.18.%d.1/24" % r, "dev", "br0")
             sh("ip", "-n", rack, "link", "set", "dev", "br0", "up")
+            # Proxy ARP: a hub whose port claims all racks' subnets (198.18.0.0/15) reaches peer hubs in other
+            # racks through the rack router; hosts (/24) never ask it for an address of their own subnet.
+            sh("ip", "netns", "exec", rack, "sysctl", "-qw", "net.ipv4.conf.br0.proxy_arp=1")
             for i in range(1, self.hosts_per_rack + 1):
                 host = self.ns_host(r, i)
                 self._netns(host)
