@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """One rank of tools/bench/hier, launched once per testbed host with the torchrun-style variables of
-phub-probe's rankmap.env (RANK is the rank the probe planned for this host).
+phub-probe's rankmap.env (RANK is the rank the probe planned for this host), and PHUB_SECRET, the phub jobs'
+secret (the environment, not the command line, which ps shows).
 
 Legs, all timed by the same processes on the same tensor, interleaved rep by rep (rep 0 warms up):
   flat          phub.Client.allreduce against one phub-server (--flat-server)
@@ -12,7 +13,8 @@ name) and /proc/stat; every rank runs --iters allreduces of the fp32 tensor, eac
 time is agreed on by a MAX allreduce; rank 0 reads the counters and /proc/stat again. Rank 0 writes
 {"legs": {leg: {"seconds": [per allreduce], "core_rx_bytes": [per allreduce], "cpu_idle_share": [...],
 "bench_cpu_share": [...]}}} to --out. CPU shares are of all CPUs' time over the rep: idle (whoever else runs),
-and what the testbed's own processes used. The barrier and the MAX allreduce (a few hundred bytes) are inside the counted bytes.
+and what the testbed's own processes used. The barrier and the MAX allreduce (a few hundred bytes) are inside
+the counted bytes.
 """
 import time
 
