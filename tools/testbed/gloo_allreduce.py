@@ -20,6 +20,19 @@ import torch  # noqa: E402
 import torch.distributed as dist
 
 
+def order_groups(store, orders, self_addr, world, iface, timeout):
+    """One gloo group per order ({name: [addr, ...] in rank order}) over the default group's store, this host
+    ranked by its address's place in each order: {name: group}."""
+    opts = dist.ProcessGroupGloo._Options()
+    opts._devices = [dist.ProcessGroupGloo.create_device(interface=iface)]
+    opts._timeout = timeout
+    groups = {}
+    for name, addrs in orders.items():
+        assert len(addrs) == world and self_addr in addrs, name
+        groups[name] = dist.ProcessGroupGloo(dist.PrefixStore("order-" + name, store), addrs.index(self_addr), world, opts)
+    return groups
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--orders", required=True, help="JSON file {name: [addr, ...]}")
@@ -38,13 +51,7 @@ def main():
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
     with open(a.orders) as f:
         orders = json.load(f)
-    opts = dist.ProcessGroupGloo._Options()
-    opts._devices = [dist.ProcessGroupGloo.create_device(interface=a.iface)]
-    opts._timeout = timeout
-    groups = {}
-    for name, addrs in orders.items():
-        assert len(addrs) == world and a.self_addr in addrs, name
-        groups[name] = dist.ProcessGroupGloo(dist.PrefixStore("order-" + name, store), addrs.index(a.self_addr), world, opts)
+    groups = order_groups(store, orders, a.self_addr, world, a.iface, timeout)
 
     setup_s = time.time() - _T0
     t = torch.empty(a.elems, dtype=torch.float32)

@@ -77,7 +77,8 @@ def parse_env_lines(path):
     return env
 
 
-def run_probe(tb, args, order, work):
+def run_probe(tb, args, order, work, extra_args=()):
+    """Agents in every host, `phub-probe run` (plus extra_args) from order[0]'s host: (output dir, wall s)."""
     hosts_file = os.path.join(work, "hosts.txt")
     with open(hosts_file, "w") as f:
         f.write("# shuffled; addresses only\n")
@@ -89,7 +90,8 @@ def run_probe(tb, args, order, work):
     time.sleep(0.5)
     out_dir = os.path.join(work, "plan")
     cmd = tb.exec_argv(order[0]["ns"], [args.probe, "run", "--hosts", hosts_file, "--out", out_dir,
-                                        "--samples", str(args.samples)] + (["--bandwidth"] if args.bandwidth else []))
+                                        "--samples", str(args.samples)] + (["--bandwidth"] if args.bandwidth else [])
+                                       + list(extra_args))
     t0 = time.time()
     r = subprocess.run(cmd, timeout=120, text=True, capture_output=True, env=env)
     wall = time.time() - t0

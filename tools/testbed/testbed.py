@@ -6,7 +6,8 @@ Topology (addresses from 198.18.0.0/15 only; nothing is reachable from the root 
   hub namespaces   <pfx>-hubR-J  eth0 198.18.R.(1+J)/24, default via 198.18.R.1       (J = 1..hubs_per_rack <= 8)
                                  hub 1 of rack R is always 198.18.R.2: where a rack's phub-server runs
   rack routers     <pfx>-rR      bridge br0 198.18.R.1/24 joins the hosts ("hI") and hubs ("hubJ");
-                                 uplink "up" 198.19.R.1/30
+                                 uplink "up" 198.19.R.1/30; proxy ARP on br0, so a hub whose address is
+                                 given as /15 reaches the hubs of other racks by ARP through the router
   delay lines      <pfx>-dR      user-space delay line (delayline.cpp) forwarding between "dla" and "dlb"
   core router      <pfx>-core    "rR" 198.19.R.2/30 towards each rack (its rack-facing interfaces)
 Host access links and rack uplinks are shaped with tbf in both directions; the uplink rate is
@@ -42,6 +43,7 @@ API (Testbed):
   .release_hub_address(r, j=1), .exec_argv(ns, argv), .popen(ns, argv) (stopped by down()),
   .reachable(ns, addr, tries=1), .nft_tables(ns=None)
 Module: kernel_lacks(nft=False) (what this kernel misses; nft=True adds the core's loss and duplication),
+core_counters(core_ns, racks) (the method's figures from anywhere, by the core's name),
 processes_in(netns_inodes), delete_netns(name), cleanup_all(), build_delayline(dir), hub_addr(r, j=1).
 Everything created is removed by down(), also when set-up fails, on an exception inside `with`, and on
 SIGINT/SIGTERM (turned into SystemExit; down() runs with both signals blocked, so a second one cannot cut it
@@ -233,6 +235,9 @@ class Testbed:
             sh("ip", "-n", rack, "link", "add", "name", "br0", "type", "bridge")
             sh("ip", "-n", rack, "addr", "add", "198.18.%d.1/24" % r, "dev", "br0")
             sh("ip", "-n", rack, "link", "set", "dev", "br0", "up")
+            # Proxy ARP: a hub whose port claims all racks' subnets (198.18.0.0/15) reaches peer hubs in other
+            # racks through the rack router; hosts (/24) never ask it for an address of their own subnet.
+            sh("ip", "netns", "exec", rack, "sysctl", "-qw", "net.ipv4.conf.br0.proxy_arp=1")
             for i in range(1, self.hosts_per_rack + 1):
                 host = self.ns_host(r, i)
                 self._netns(host)
@@ -329,14 +334,7 @@ class Testbed:
     def core_counters(self):
         """Per rack-facing interface of the core: {"rR": {rx_bytes, rx_packets, tx_bytes, tx_packets, rx_dropped,
         tx_dropped}} (rx: from the rack into the core; tx: from the core to the rack; frame bytes)."""
-        links = json.loads(sh("ip", "-n", self.ns_core(), "-s", "-j", "link", "show", capture=True))
-        out = {}
-        for link in links:
-            if link["ifname"] in ["r%d" % r for r in range(1, self.racks + 1)]:
-                st = link["stats64"]
-                out[link["ifname"]] = {"%s_%s" % (d, k): st[d][k] for d in ("rx", "tx")
-                                       for k in ("bytes", "packets", "dropped")}
-        return out
+        return core_counters(self.ns_core(), self.racks)
 
     # -- hubs ---------------------------------------------------------------------------------------
     def release_hub_address(self, r, j=1):
@@ -412,6 +410,19 @@ class Testbed:
         return {"hosts": self.hosts, "hubs": self.hubs, "core": core, "access_mbit": self.access_mbit,
                 "uplink_mbit": self.uplink_mbit, "hub_mbit": self.hub_mbit,
                 "delays_us": self.delays_us[:self.racks], "prefix": self.prefix}
+
+
+def core_counters(core_ns, racks):
+    """Testbed.core_counters() for a testbed known only by its core namespace and rack count (e.g. from a
+    process inside one of its hosts: `ip -n` enters the core's namespace by name)."""
+    links = json.loads(sh("ip", "-n", core_ns, "-s", "-j", "link", "show", capture=True))
+    out = {}
+    for link in links:
+        if link["ifname"] in ["r%d" % r for r in range(1, racks + 1)]:
+            st = link["stats64"]
+            out[link["ifname"]] = {"%s_%s" % (d, k): st[d][k] for d in ("rx", "tx")
+                                   for k in ("bytes", "packets", "dropped")}
+    return out
 
 
 def install_signal_cleanup():
