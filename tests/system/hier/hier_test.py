@@ -28,6 +28,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "testbed"))
 sys.path.insert(0, os.path.join(HERE, "..", "live"))
 import testbed  # noqa: E402
+import hierbed  # noqa: E402
 import livenet  # noqa: E402
 from livenet import phubnet  # noqa: E402
 
@@ -53,11 +54,8 @@ def hub_config(net, rack, job):
 
 
 def main():
-    build, check, root = livenet.begin()
-    if not root:
-        return check.summary()
-    lacks = testbed.kernel_lacks()
-    if not check("the kernel and tools have what the testbed needs", not lacks, "missing: %s" % ", ".join(lacks)):
+    build, check, ready = hierbed.begin()
+    if not ready:
         return check.summary()
     demo = os.path.join(build, "tools", "phub-demo", "phub-demo-worker")
     if not check("phub-demo-worker is built (%s)" % demo, os.access(demo, os.X_OK)):
