@@ -63,10 +63,7 @@ def main():
     tb = testbed.Testbed(racks=2, hosts_per_rack=2, hubs_per_rack=1, host_offloads=False, core_loss_pct=0,
                          prefix="%sh%d" % (testbed.FAMILY, os.getpid()))
     with tb:
-        for r in RANKS:
-            # The rack router answers the hub's ARP for the other rack's hub with its own MAC, at once.
-            testbed.sh(*tb.exec_argv(tb.ns_rack(r), ["sysctl", "-qw", "net.ipv4.conf.br0.proxy_arp=1",
-                                                     "net.ipv4.neigh.br0.proxy_delay=0"]))
+        # The rack routers answer the hub's ARP for the other rack's hub with their own MAC, at once (testbed.py).
         hubs = {r: tb.release_hub_address(r) for r in RANKS}
         net = phubnet.Net(4, build_dir=build, lcores=1, prefix=tb.prefix)  # configs and server start only
         servers, logs = {}, {}
