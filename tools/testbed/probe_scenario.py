@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+import re
 import secrets
 import statistics
 import subprocess
@@ -104,6 +105,43 @@ def run_probe(tb, args, order, work, extra_args=()):
         sys.stderr.write(r.stderr)
         raise RuntimeError("phub-probe run failed (%d)" % r.returncode)
     return out_dir, wall
+
+
+def hub_config_template(launcher, tb, job):
+    """A --hub-config-template for phub-probe (docs/probe.md, "Outputs"): phubnet's server config for `job`
+    (launcher: a phubnet.Net), made a complete hub config in which @RACK@ picks the rack. `job` gives
+    ranks_by_rack = "@RANKS_BY_RACK@", which becomes the plan's. The probe chooses a worker host per rack as its
+    hub; here the testbed's hub host 1 of the rack whose subnet the planned rack's hosts are on runs it instead
+    (hub_of_host, from the testbed's ground truth). The hub's port is given as /15, the subnet of every rack,
+    so that the peer hubs are on a port's subnet (phub-server has no gateway setting); the rack routers answer
+    its ARP for them (proxy ARP, testbed.py). EAL file prefix <tb.prefix>-hub<rack>, control socket
+    <launcher.tmp>/ctl-<rack>.sock."""
+    text = launcher.config_text([job],
+                                server_ip="@HUB@", file_prefix=tb.prefix + "-hub@R@",
+                                socket_path=os.path.join(launcher.tmp, "ctl-@R@.sock"))
+    text = (text.replace('"@HUB@/24"', 'hub_ipv4[@RACK@] .. "/15"')
+                .replace('"@RANKS_BY_RACK@"', "plan.ranks_by_rack")
+                .replace("@R@", '" .. @RACK@ .. "')
+                .replace("return { ", "return { racks = racks, rack = @RACK@, ", 1))
+    hubs = ", ".join('["%s"] = "%s"' % (h["addr"], testbed.hub_addr(h["rack"])) for h in tb.hosts)
+    return ("-- a hub config template for phub-probe (tools/testbed/probe_scenario.py)\n"
+            "local plan = include(\"racks.lua\")\n"
+            "local hub_of_host = { %s }\n"
+            "local racks, hub_ipv4 = {}, {}\n"
+            "for i, r in ipairs(plan.racks) do\n"
+            "  racks[i] = { name = r.name, hub_ipv4 = hub_of_host[r.hosts[1]], hosts = r.hosts }\n"
+            "  hub_ipv4[r.name] = racks[i].hub_ipv4\n"
+            "end\n" % hubs) + text
+
+
+def planned_racks(out_dir):
+    """racks.lua as phub-probe wrote it, read back: [(rack name, [host, ...], [rank, ...])] in the file's
+    (the plan's) rack order. Raises if a rack has no ranks_by_rack entry."""
+    with open(os.path.join(out_dir, "racks.lua")) as f:
+        text = f.read()
+    racks = re.findall(r'\{ name = "([^"]+)",[^{}]*hosts = \{([^}]*)\}', text)
+    ranks = dict(re.findall(r'(\w+) = \{ ([0-9, ]*) \}', text.split("ranks_by_rack", 1)[1]))
+    return [(name, re.findall(r'"([^"]+)"', hosts), [int(x) for x in ranks[name].split(",")]) for name, hosts in racks]
 
 
 def check_outputs(out_dir, order):

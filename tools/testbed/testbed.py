@@ -237,7 +237,9 @@ class Testbed:
             sh("ip", "-n", rack, "link", "set", "dev", "br0", "up")
             # Proxy ARP: a hub whose port claims all racks' subnets (198.18.0.0/15) reaches peer hubs in other
             # racks through the rack router; hosts (/24) never ask it for an address of their own subnet.
-            sh("ip", "netns", "exec", rack, "sysctl", "-qw", "net.ipv4.conf.br0.proxy_arp=1")
+            # proxy_delay 0: the answer at once, not after the kernel's random delay of up to 0.8 s.
+            sh("ip", "netns", "exec", rack, "sysctl", "-qw", "net.ipv4.conf.br0.proxy_arp=1",
+               "net.ipv4.neigh.br0.proxy_delay=0")
             for i in range(1, self.hosts_per_rack + 1):
                 host = self.ns_host(r, i)
                 self._netns(host)

@@ -28,6 +28,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "testbed"))
 sys.path.insert(0, os.path.join(HERE, "..", "live"))
 import testbed  # noqa: E402
+import hierbed  # noqa: E402
 import livenet  # noqa: E402
 from livenet import phubnet  # noqa: E402
 
@@ -53,11 +54,8 @@ def hub_config(net, rack, job):
 
 
 def main():
-    build, check, root = livenet.begin()
-    if not root:
-        return check.summary()
-    lacks = testbed.kernel_lacks()
-    if not check("the kernel and tools have what the testbed needs", not lacks, "missing: %s" % ", ".join(lacks)):
+    build, check, ready = hierbed.begin()
+    if not ready:
         return check.summary()
     demo = os.path.join(build, "tools", "phub-demo", "phub-demo-worker")
     if not check("phub-demo-worker is built (%s)" % demo, os.access(demo, os.X_OK)):
@@ -65,10 +63,7 @@ def main():
     tb = testbed.Testbed(racks=2, hosts_per_rack=2, hubs_per_rack=1, host_offloads=False, core_loss_pct=0,
                          prefix="%sh%d" % (testbed.FAMILY, os.getpid()))
     with tb:
-        for r in RANKS:
-            # The rack router answers the hub's ARP for the other rack's hub with its own MAC, at once.
-            testbed.sh(*tb.exec_argv(tb.ns_rack(r), ["sysctl", "-qw", "net.ipv4.conf.br0.proxy_arp=1",
-                                                     "net.ipv4.neigh.br0.proxy_delay=0"]))
+        # The rack routers answer the hub's ARP for the other rack's hub with their own MAC, at once (testbed.py).
         hubs = {r: tb.release_hub_address(r) for r in RANKS}
         net = phubnet.Net(4, build_dir=build, lcores=1, prefix=tb.prefix)  # configs and server start only
         servers, logs = {}, {}

@@ -6,6 +6,8 @@ Modes:
   gloo          DDP on the gloo process group, no hook (PyTorch's own allreduce: sum of grad / W)
   gloo-ordered  DDP with a gloo hook that all-gathers the gradients and sums them in rank order, then
                 multiplies by fp32(1 / W): the arithmetic of phub's deterministic mean, as a reference
+  gloo-racks    the same hook, summing each rack of PHUB_RANKS_BY_RACK ("0,1;2,3") in rank order, then the
+                racks in order: the deterministic mean of hubs across racks (docs/hierarchy.md)
   phub          DDP with phub.torch.ddp_comm_hook on job PHUB_JOB_<W>_FAST (mean, arrival order)
   phub-det      the same on the deterministic job PHUB_JOB_<W>_DET
   phub-ps       no DDP: phub.torch.PSOptimizer on the ps job PHUB_JOB_<W>_PS (the server runs SGD+momentum)
@@ -28,14 +30,27 @@ import phub  # noqa: E402
 import phub.torch  # noqa: E402
 
 
-def ordered_hook(state, bucket):
-    """Reference: all-gather, sum in rank order, times fp32(1 / W) (phub's deterministic mean)."""
+def rank_groups(mode):
+    """The summation groups of a rank-order reference: for gloo-racks PHUB_RANKS_BY_RACK ("0,1;2,3": racks in
+    order, each rack's ranks), for gloo-ordered one group of all ranks."""
+    if mode == "gloo-ordered":
+        return [list(range(dist.get_world_size()))]
+    return [sorted(int(r) for r in rack.split(",")) for rack in os.environ["PHUB_RANKS_BY_RACK"].split(";")]
+
+
+def ordered_hook(groups, bucket):
+    """Reference: all-gather, sum each group's ranks in increasing rank order, then the groups' sums in group
+    order, times fp32(1 / W): phub's deterministic mean, flat (one group) or across racks
+    (docs/hierarchy.md, "Summation order")."""
     t = bucket.buffer()
     parts = [torch.empty_like(t) for _ in range(dist.get_world_size())]
     dist.all_gather(parts, t)
-    acc = parts[0].clone()
-    for p in parts[1:]:
-        acc += p
+    acc = None
+    for group in groups:
+        partial = parts[group[0]].clone()
+        for r in group[1:]:
+            partial += parts[r]
+        acc = partial if acc is None else acc.add_(partial)
     acc.mul_(torch.tensor(1.0 / dist.get_world_size(), dtype=torch.float32))
     fut = torch.futures.Future()
     fut.set_result(acc)
@@ -57,8 +72,8 @@ def train(mode, steps, world, rank):
         net = model
     else:
         net = torch.nn.parallel.DistributedDataParallel(model)
-        if mode == "gloo-ordered":
-            net.register_comm_hook(None, ordered_hook)
+        if mode in ("gloo-ordered", "gloo-racks"):
+            net.register_comm_hook(rank_groups(mode), ordered_hook)
         elif mode in ("phub", "phub-det"):
             state = phub.torch.HookState(net, **job_of(world, "DET" if mode == "phub-det" else "FAST"))
             net.register_comm_hook(state, phub.torch.ddp_comm_hook)
