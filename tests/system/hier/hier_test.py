@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -93,13 +94,20 @@ def main():
             ok, detail = livenet.workers_ok(livenet.finish_workers(procs, 100))
             c1 = tb.core_counters()
             up = {r: c1["r%d" % r]["rx_bytes"] - c0["r%d" % r]["rx_bytes"] for r in RANKS}  # rack r -> core
-            # Each hub's view of the other, as phub-ctl shows it: job H's peer line and its JSON row.
+            # Each hub's view of the other, as phub-ctl shows it: job H's peer line and its JSON row. Both come
+            # from the server's counter cache (control.metrics_interval_ms), which may predate the last rounds
+            # of a short run: asked again until it shows partials sent, for at most 5 s.
             views = {}
             for r in RANKS:
                 ctl = livenet.Ctl(net, socket=os.path.join(net.tmp, "ctl%d.sock" % r))
-                rc, out, err = ctl("job", "H")
-                peer = [ln for ln in out.splitlines() if ln.startswith("hub r%d (%s):" % (3 - r, testbed.hub_addr(3 - r)))]
-                rows = (livenet.job_of(ctl.stats(), "H") or {}).get("hubs", [])
+                deadline = time.monotonic() + 5
+                while True:
+                    rc, out, err = ctl("job", "H")
+                    peer = [ln for ln in out.splitlines() if ln.startswith("hub r%d (%s):" % (3 - r, testbed.hub_addr(3 - r)))]
+                    rows = (livenet.job_of(ctl.stats(), "H") or {}).get("hubs", [])
+                    if (len(rows) == 1 and rows[0]["partials_sent"] > 0) or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.2)
                 views[r] = (rc, peer, rows)
                 print("hub %d: phub-ctl job H: %s; stats --json hubs: %s" % (r, peer, rows), flush=True)
             check("phub-ctl job and stats --json show the other hub: fingerprint equal, reachable, partials counted",
