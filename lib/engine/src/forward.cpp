@@ -4,7 +4,6 @@
 // that owns the chunk on every hub.
 #include <rte_mbuf.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "messages.hpp"
@@ -19,10 +18,6 @@
 namespace phub::engine {
 namespace {
 
-// The wait for a home's result before a rack hub sends its pieces again, doubled after every resend up to
-// the cap. Fixed: the round trip between hubs is a few hundred microseconds at most on a healthy core.
-constexpr uint64_t kFirstResendUs = 2000;
-constexpr uint64_t kMaxResendUs = 256000;
 // The least time between two ARP requests of one lcore for one hub.
 constexpr uint64_t kArpIntervalUs = 10000;
 
@@ -150,10 +145,19 @@ void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t s
       bump(lj.hub_counters[c.home].partials_retransmitted);
     }
   }
+  // A new wait for the home's result: one RTO of the timer towards the home (lcore_job.hpp's hub_resend).
+  // Its first result gives a round-trip sample unless a piece was resent (Karn's rule).
   if (c.forward_due_tsc == 0) {
-    c.forward_backoff_tsc = hz_ / 1'000'000 * kFirstResendUs;
+    c.forward_backoff_tsc = lj.hub_resend[c.home].rto();
     c.forward_due_tsc = now_tsc_ + c.forward_backoff_tsc;
+    c.forward_sent_tsc = retransmit ? 0 : now_tsc_;
   }
+}
+
+void Lcore::publish_resend_timer(LcoreJob& lj, uint16_t rack) noexcept {
+  const ResendTimer& t = lj.hub_resend[rack];
+  __atomic_store_n(&lj.hub_counters[rack].srtt_tsc, t.srtt(), __ATOMIC_RELAXED);
+  __atomic_store_n(&lj.hub_counters[rack].rto_tsc, t.rto(), __ATOMIC_RELAXED);
 }
 
 void Lcore::send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
@@ -189,8 +193,11 @@ void Lcore::resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_
     c.forward_due_tsc = 0;
     return;
   }
-  c.forward_backoff_tsc = std::min(c.forward_backoff_tsc * 2, hz_ / 1'000'000 * kMaxResendUs);
+  // Timed out: no sample from this wait, and the next one (and the timer, until its next sample) twice as long.
+  c.forward_sent_tsc = 0;
+  c.forward_backoff_tsc = lj.hub_resend[c.home].timed_out(c.forward_backoff_tsc);
   c.forward_due_tsc = now + c.forward_backoff_tsc;
+  publish_resend_timer(lj, c.home);
 }
 
 void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
@@ -309,6 +316,11 @@ void Lcore::on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, u
   switch (accept_result(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
     case ResultArrival::completed:
       bump(lj.counters.hub_results_received);
+      if (c.forward_sent_tsc != 0) {  // the first answer of a wait whose partials went out once
+        lj.hub_resend[c.home].sample(now_tsc_ - c.forward_sent_tsc);
+        c.forward_sent_tsc = 0;
+        publish_resend_timer(lj, c.home);
+      }
       complete_segment(plan, lj, c, seg);
       break;
     case ResultArrival::duplicate:

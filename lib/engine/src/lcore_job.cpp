@@ -5,6 +5,7 @@
 
 #include "phub/engine/hierarchy.hpp"
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_malloc.h>
 #include <rte_memory.h>
@@ -30,6 +31,16 @@ void return_result_buffer(void* /*addr*/, void* opaque) {
 rte_iova_t iova_of(const void* p) noexcept {
   if (rte_eal_iova_mode() == RTE_IOVA_VA) return reinterpret_cast<uintptr_t>(p);
   return rte_mem_virt2iova(p);
+}
+
+// The limits of a rack hub's resend timer towards a peer hub (docs/hierarchy.md, "A rack hub towards the
+// home"), in TSC ticks of `hz`. Before any sample 100 ms: longer than a round's forwards over a slow rack
+// uplink take in the usual case, so a healthy first round is rarely sent twice, and a loss before the
+// first answer costs one such wait. At least 1 ms (a healthy core's round trip is far below), at most 2 s
+// (backoff included: a peer that does not answer is still asked every 2 s).
+ResendTimer::Limits forward_resend_limits(uint64_t hz) noexcept {
+  const uint64_t per_ms = hz / 1000;
+  return {.initial = 100 * per_ms, .min = 1 * per_ms, .max = 2000 * per_ms};
 }
 
 }  // namespace
@@ -114,6 +125,8 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
     }
     lj->hub_arp_tsc.assign(plan.hub->hubs.size(), 0);
     lj->hub_counters.assign(plan.hub->hubs.size(), HubPeerCounters{});
+    lj->hub_resend.assign(plan.hub->hubs.size(), ResendTimer(forward_resend_limits(rte_get_tsc_hz())));
+    for (size_t r = 0; r < lj->hub_resend.size(); ++r) lj->hub_counters[r].rto_tsc = lj->hub_resend[r].rto();
     lj->hub_links.assign(plan.hub->hubs.size(), HubLink{});
     for (HubLink& link : lj->hub_links) {
       while (link.my_nonce == 0) {

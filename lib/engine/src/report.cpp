@@ -22,7 +22,7 @@ void add_hub_peers(const Snapshot& s, size_t j, CounterReport::Job& job) {
     CounterReport::Job::HubPeer p;
     p.rack = s.config->racks[rack].name;
     p.ipv4 = plan.hub->hubs[rack].ipv4;
-    uint64_t last = 0, state = HubPeerCounters::kFingerprintUnknown, differs = 0;
+    uint64_t last = 0, state = HubPeerCounters::kFingerprintUnknown, differs = 0, srtt = 0, rto = 0;
     for (const auto& lj : s.runtimes[j]->lcores) {
       const HubPeerCounters& c = lj->hub_counters[rack];
       p.partials_sent += load(c.partials_sent);
@@ -33,7 +33,11 @@ void add_hub_peers(const Snapshot& s, size_t j, CounterReport::Job& job) {
       p.states_received += load(c.states_received);
       state = std::max(state, load(c.fingerprint_state));  // differs on any lcore: differs
       differs |= load(c.fingerprint_differs);
+      srtt = std::max(srtt, load(c.srtt_tsc));
+      rto = std::max(rto, load(c.rto_tsc));
     }
+    p.srtt_us = s.tsc_hz != 0 ? srtt * 1'000'000 / s.tsc_hz : 0;
+    p.rto_us = s.tsc_hz != 0 ? rto * 1'000'000 / s.tsc_hz : 0;
     if (last != 0) p.answer_age_ms = (now > last ? now - last : 0) * 1000 / s.tsc_hz;
     p.fingerprint = state == HubPeerCounters::kFingerprintEqual     ? "equal"
                     : state == HubPeerCounters::kFingerprintDiffers ? "differs"

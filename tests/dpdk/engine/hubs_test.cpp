@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -175,7 +177,8 @@ struct RackHub {
 };
 
 // A switch between the hubs' core ports, on a thread of its own: a frame goes to the hub whose MAC it is
-// addressed to, a broadcast to every other hub. `drop` may keep a phub frame from being delivered.
+// addressed to, a broadcast to every other hub. `drop` may keep a phub frame from being delivered. With a
+// `delay` (set before start) every frame is held that long first, as on a slow core.
 class Switch {
  public:
   explicit Switch(std::vector<RackHub*> hubs) : hubs_(std::move(hubs)) {}
@@ -187,6 +190,7 @@ class Switch {
   }
   std::function<bool(const proto::Header&)> drop = [](const proto::Header&) { return false; };
   std::atomic<uint64_t> dropped{0};
+  std::chrono::microseconds delay{0};
   // Every hub_state frame hub `from` sent, in order (the switch thread adds, the test reads under the lock).
   std::vector<std::byte> last_state(size_t from, uint16_t epoch) {
     std::lock_guard lock(mu_);
@@ -209,12 +213,27 @@ class Switch {
           const void* data = rte_pktmbuf_read(pkts[k], 0, pkts[k]->pkt_len, frame.data());
           if (data != frame.data()) std::memcpy(frame.data(), data, frame.size());
           rte_pktmbuf_free(pkts[k]);
-          deliver(i, frame);
+          if (delay.count() == 0) {
+            deliver(i, frame);
+          } else {
+            held_.push_back({std::chrono::steady_clock::now() + delay, i, std::move(frame)});
+          }
         }
+      }
+      // One delay for all: the frames come due in the order they came.
+      while (!held_.empty() && held_.front().due <= std::chrono::steady_clock::now()) {
+        deliver(held_.front().from, held_.front().frame);
+        held_.pop_front();
       }
       if (!any) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
+  struct Held {
+    std::chrono::steady_clock::time_point due;
+    size_t from;
+    std::vector<std::byte> frame;
+  };
+  std::deque<Held> held_;  // the switch thread's
   void deliver(size_t from, const std::vector<std::byte>& frame) {
     auto f = proto::parse_phub_frame(frame);
     if (f && drop(f->hdr)) {
@@ -386,8 +405,8 @@ TEST(Hubs, TwoRackHubsSumFp32LikeAFlatServer) {
     TwoHubs hubs(job);
     RackHub &a = hubs.a, &b = hubs.b;
     got = run_hubs({&a, &b}, 3, v);
-    // A resend (a slow CPU: more than 2 ms to the home and back) has two harmless traces: the home drops a
-    // resent piece that the result overwrote on its way (fwd_bad_mac), and a rack hub a result it had.
+    // A resend (a slow CPU: longer than the resend timer's wait to the home and back) has two harmless traces: the home drops
+    // a resent piece that the result overwrote on its way (fwd_bad_mac), and a rack hub a result it had.
     const bool resent = a.counters().partials_retransmitted + b.counters().partials_retransmitted != 0;
     for (RackHub* h : {&a, &b}) {
       const auto c = h->counters();
@@ -498,6 +517,81 @@ TEST(Hubs, ALostPartialAndALostResultAreSentAgain) {
     EXPECT_GE(ca.retransmits_seen + cb.retransmits_seen, 2u);
     EXPECT_EQ(got[0], model(job, *a.workers, 2, v));
   }
+  EXPECT_EQ(got[0], got[1]);
+}
+
+// A core whose forwards take 20 ms each way (far more than a healthy core's fraction of a millisecond): each
+// hub's resend timer learns the round trip from the first rounds, after which its partials go out once and
+// the rounds still sum right; and a partial lost then is sent again after about one RTO of that timer.
+TEST(Hubs, ResendsFollowTheMeasuredRoundTripOfASlowCore) {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  const Values v = gradient;
+  constexpr auto kOneWay = std::chrono::milliseconds(20);
+  using Clock = std::chrono::steady_clock;
+  // Armed: the next first-time partial is lost; then its resend's time is taken.
+  std::atomic<bool> armed{false};
+  std::mutex mu;
+  std::optional<proto::Header> lost;
+  Clock::time_point lost_at, resent_at;
+  RackHub a(job, 0, 2, 1), b(job, 1, 2, 2);
+  Switch sw({&a, &b});
+  sw.delay = kOneWay;
+  sw.drop = [&](const proto::Header& h) {
+    if (h.opcode != proto::Opcode::fwd_partial) return false;
+    std::lock_guard lock(mu);
+    const bool resend = (h.flags & proto::flag::retransmit) != 0;
+    if (!resend && armed.exchange(false)) {
+      lost = h;
+      lost_at = Clock::now();
+      return true;
+    }
+    if (resend && lost && resent_at == Clock::time_point{} && h.round == lost->round && h.chunk_id == lost->chunk_id &&
+        h.elem_offset == lost->elem_offset && h.rank == lost->rank) {
+      resent_at = Clock::now();
+    }
+    return false;
+  };
+  sw.start();
+  a.start();
+  b.start();
+  RackHub* hubs[] = {&a, &b};
+  auto retransmitted = [&] { return a.counters().partials_retransmitted + b.counters().partials_retransmitted; };
+  auto sent = [&] { return a.counters().partials_sent + b.counters().partials_sent; };
+
+  constexpr uint32_t kWarmRounds = 3, kRounds = 12;
+  std::vector<Results> got = run_hubs({&a, &b}, kWarmRounds, v);
+  for (RackHub* h : hubs) {
+    const auto peer = h->peers().at(0);
+    EXPECT_GE(peer.srtt_us, 2 * 20'000u) << "rack " << h->rack << ": a round trip crosses the switch twice";
+    EXPECT_LT(peer.srtt_us, 1'000'000u) << "rack " << h->rack;
+    EXPECT_GT(peer.rto_us, peer.srtt_us) << "rack " << h->rack;
+  }
+  const uint64_t retransmitted_warm = retransmitted(), sent_warm = sent();
+  const std::vector<Results> steady = run_hubs({&a, &b}, kRounds, v, kWarmRounds);
+  const uint64_t steady_sent = sent() - sent_warm, steady_retransmitted = retransmitted() - retransmitted_warm;
+  ASSERT_GT(steady_sent, 0u);
+  // A fixed 2 ms wait would send nearly every partial twice here.
+  EXPECT_LE(steady_retransmitted * 20, steady_sent) << steady_retransmitted << " of " << steady_sent << " resent";
+
+  // One partial of the next round is lost: it is sent again about one RTO after it went out.
+  const uint64_t rto_us = std::max(a.peers().at(0).rto_us, b.peers().at(0).rto_us);
+  armed = true;
+  const std::vector<Results> last = run_hubs({&a, &b}, kRounds + 1, v, kRounds);
+  {
+    std::lock_guard lock(mu);
+    ASSERT_TRUE(lost.has_value());
+    ASSERT_NE(resent_at, Clock::time_point{}) << "the lost partial was not sent again";
+    const auto waited_us = std::chrono::duration_cast<std::chrono::microseconds>(resent_at - lost_at).count();
+    // (Not the fixed 2 ms of old; not quite a round trip either if the piece went out late in its chunk's wait.)
+    EXPECT_GE(waited_us, 20'000) << "resent long before the answer could have come";
+    EXPECT_LE(static_cast<uint64_t>(waited_us), rto_us + 50'000u) << "rto " << rto_us << " us";
+  }
+  EXPECT_EQ(sw.dropped, 1u);
+  for (size_t i = 0; i < 2; ++i) {
+    got[i].insert(steady[i].begin(), steady[i].end());
+    got[i].insert(last[i].begin(), last[i].end());
+  }
+  EXPECT_EQ(got[0], model(job, *a.workers, kRounds + 1, v));
   EXPECT_EQ(got[0], got[1]);
 }
 

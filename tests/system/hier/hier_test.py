@@ -81,13 +81,20 @@ def forward_model_bytes(racks, rounds, dtype):
 
 
 def hub_views(net, ranks, name):
-    """Each hub's phub-ctl view of its peers: {rack: (rc, peer lines of `job`, stats --json hubs rows)}."""
+    """Each hub's phub-ctl view of its peers: {rack: (rc, peer lines of `job`, stats --json hubs rows)}. Both
+    come from the server's counter cache (control.metrics_interval_ms), which may predate the last rounds of a
+    short run: asked again until every peer row shows partials sent, for at most 5 s."""
     views = {}
     for r in ranks:
         ctl = livenet.Ctl(net, socket=os.path.join(net.tmp, "ctl%d.sock" % r))
-        rc, out, _ = ctl("job", name)
-        peers = [ln for ln in out.splitlines() if ln.startswith("hub r")]
-        rows = (livenet.job_of(ctl.stats(), name) or {}).get("hubs", [])
+        deadline = time.monotonic() + 5
+        while True:
+            rc, out, _ = ctl("job", name)
+            peers = [ln for ln in out.splitlines() if ln.startswith("hub r")]
+            rows = (livenet.job_of(ctl.stats(), name) or {}).get("hubs", [])
+            if (len(rows) == len(ranks) - 1 and all(x["partials_sent"] > 0 for x in rows)) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         views[r] = (rc, peers, rows)
     return views
 

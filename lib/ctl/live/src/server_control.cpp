@@ -89,7 +89,7 @@ Reply ServerControl::job(std::string_view name) {
   for (const auto& h : j.hubs) {
     out += "hub " + h.rack + " (" + format_ipv4(h.ipv4) + "):";
     for (const auto& f : engine::kHubPeerFields) {
-      if (!f.gauge) out += " " + std::string(f.name) + " " + std::to_string(f.get(h));
+      if (!f.flag) out += " " + std::string(f.name) + " " + std::to_string(f.get(h));
     }
     out += " last_answer " + (h.answer_age_ms == UINT64_MAX ? std::string("never") : std::to_string(h.answer_age_ms) + " ms ago");
     out += " fingerprint " + h.fingerprint;

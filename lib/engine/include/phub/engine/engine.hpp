@@ -53,6 +53,9 @@ struct CounterReport {
       uint64_t partials_sent = 0, partials_retransmitted = 0, partials_received = 0, results_received = 0;
       uint64_t answer_age_ms = UINT64_MAX;  // since its last verified forward or hub_state (UINT64_MAX: never)
       uint64_t states_received = 0;         // fresh hub_state messages
+      // The resend timer of partials towards it (docs/hierarchy.md), the largest of the lcores': the smoothed
+      // round trip from a partial to its result (0: no sample yet) and the wait before a resend.
+      uint64_t srtt_us = 0, rto_us = 0;
       // Its hierarchy fingerprint: "unknown" (no fresh hub_state yet), "equal" or "differs"; and then the
       // components that differ, by name (fingerprint_component_name's first word: racks, ranks_by_rack, ...).
       std::string fingerprint = "unknown";
@@ -82,12 +85,14 @@ struct CounterReport {
 };
 
 // The numbers of a peer hub that the outputs show (phub-ctl job, stats --json and
-// Prometheus; not the telemetry commands), from this one table: counters, then gauges (0 or 1).
+// Prometheus; not the telemetry commands), from this one table: counters, then gauges; a flag is a gauge of
+// 0 or 1 that phub-ctl job shows in words.
 struct HubPeerField {
   std::string_view name;
   std::string_view help;
   uint64_t (*get)(const CounterReport::Job::HubPeer&);
   bool gauge;
+  bool flag = false;
 };
 inline constexpr HubPeerField kHubPeerFields[] = {
     {"partials_sent", "fwd_partial pieces sent to the peer hub as the chunks' home, resends included",
@@ -100,10 +105,14 @@ inline constexpr HubPeerField kHubPeerFields[] = {
      [](const CounterReport::Job::HubPeer& p) { return p.results_received; }, false},
     {"states_received", "fresh hub_state messages from the peer hub",
      [](const CounterReport::Job::HubPeer& p) { return p.states_received; }, false},
+    {"srtt_us", "smoothed time from a partial to the peer hub until its result, in microseconds (0: no sample yet)",
+     [](const CounterReport::Job::HubPeer& p) { return p.srtt_us; }, true},
+    {"rto_us", "wait for the peer hub's result before partials are sent again, in microseconds",
+     [](const CounterReport::Job::HubPeer& p) { return p.rto_us; }, true},
     {"unreachable", "1: nothing verified from the peer hub within timeouts.round_stall_ms",
-     [](const CounterReport::Job::HubPeer& p) { return uint64_t{p.unreachable}; }, true},
+     [](const CounterReport::Job::HubPeer& p) { return uint64_t{p.unreachable}; }, true, true},
     {"fingerprint_mismatch", "1: the peer hub's hierarchy fingerprint differs from this hub's (its forwards are dropped)",
-     [](const CounterReport::Job::HubPeer& p) { return uint64_t{!p.fingerprint_differs.empty()}; }, true},
+     [](const CounterReport::Job::HubPeer& p) { return uint64_t{!p.fingerprint_differs.empty()}; }, true, true},
 };
 
 // Every counter of a report, one "name value" list per lcore, job and port, and the drops (text form).

@@ -180,6 +180,7 @@ class Lcore {
   // A hub's MAC seen in an ARP packet from `ip`: stored for every hierarchical job that has a hub there.
   void learn_hub_mac(const Snapshot& s, uint32_t ip, const MacAddr& mac) noexcept;
   // The stall scan's part for a rack hub: pieces still unanswered at their deadline are sent again.
+  void publish_resend_timer(LcoreJob& lj, uint16_t rack) noexcept;
   void resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_t now) noexcept;
 
   // Parameter-server jobs across racks (hub_ps.cpp, docs/hierarchy.md "Parameter-server jobs").

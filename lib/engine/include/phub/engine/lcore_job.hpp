@@ -18,6 +18,7 @@
 #include "phub/engine/chunk.hpp"
 #include "phub/engine/counters.hpp"
 #include "phub/engine/job_plan.hpp"
+#include "phub/engine/resend_timer.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::engine {
@@ -68,6 +69,10 @@ struct HubPeerCounters {
   // that differ from this hub's (bit i: HubFingerprint::Component i).
   uint64_t fingerprint_state = 0;
   uint64_t fingerprint_differs = 0;
+  // Gauges of this lcore's resend timer towards it (ResendTimer, in TSC ticks): its smoothed round trip
+  // (0: no sample yet) and the current RTO.
+  uint64_t srtt_tsc = 0;
+  uint64_t rto_tsc = 0;
   static constexpr uint64_t kFingerprintUnknown = 0, kFingerprintEqual = 1, kFingerprintDiffers = 2;
 };
 
@@ -105,6 +110,7 @@ class LcoreJob {
   std::atomic<uint64_t>* hub_mac = nullptr;
   std::vector<uint64_t> hub_arp_tsc;  // by rack: when this lcore last asked ARP for the hub (0: never)
   std::vector<HubPeerCounters> hub_counters;  // by rack
+  std::vector<ResendTimer> hub_resend;        // by rack: when this lcore's unanswered partials go out again
   std::vector<HubLink> hub_links;             // by rack
 
   // The result buffer behind out[i] of a chunk.

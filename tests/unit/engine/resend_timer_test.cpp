@@ -1,0 +1,94 @@
+// The resend timer of hub forwards in isolation (lib/engine's ResendTimer, RFC 6298 style).
+#include "phub/engine/resend_timer.hpp"
+
+#include <gtest/gtest.h>
+
+namespace phub::engine {
+namespace {
+
+// Limits in plain units (say microseconds): 100 before a sample, 10 at least, 1000 at most.
+constexpr ResendTimer::Limits kLimits{.initial = 100, .min = 10, .max = 1000};
+
+TEST(ResendTimer, BeforeAnySampleTheRtoIsTheInitialOne) {
+  ResendTimer t(kLimits);
+  EXPECT_EQ(t.rto(), 100u);
+  EXPECT_EQ(t.srtt(), 0u);
+  EXPECT_EQ(ResendTimer({.initial = 5, .min = 10, .max = 1000}).rto(), 10u) << "clamped to min";
+  EXPECT_EQ(ResendTimer({.initial = 5000, .min = 10, .max = 1000}).rto(), 1000u) << "clamped to max";
+}
+
+TEST(ResendTimer, TheFirstSampleSetsSrttAndHalfOfItAsVariance) {
+  ResendTimer t(kLimits);
+  t.sample(200);
+  EXPECT_EQ(t.srtt(), 200u);
+  EXPECT_EQ(t.rttvar(), 100u);
+  EXPECT_EQ(t.rto(), 200u + 4 * 100u);
+}
+
+TEST(ResendTimer, LaterSamplesMoveSrttByAnEighthAndVarianceByAQuarter) {
+  ResendTimer t(kLimits);
+  t.sample(200);
+  t.sample(280);  // err 80: rttvar (3*100 + 80)/4 = 95, srtt (7*200 + 280)/8 = 210
+  EXPECT_EQ(t.rttvar(), 95u);
+  EXPECT_EQ(t.srtt(), 210u);
+  EXPECT_EQ(t.rto(), 210u + 4 * 95u);
+}
+
+TEST(ResendTimer, ASteadyRoundTripConvergesToItPlusTheMinimumMargin) {
+  ResendTimer t(kLimits);
+  for (int i = 0; i < 200; ++i) t.sample(300);
+  EXPECT_EQ(t.srtt(), 300u);
+  EXPECT_LE(t.rttvar(), 2u);
+  // 4*RTTVAR has shrunk below min: the RTO keeps min over SRTT, so jitter of a steady path is no loss.
+  EXPECT_EQ(t.rto(), 300u + 10u);
+}
+
+TEST(ResendTimer, TheRtoStaysWithinItsLimits) {
+  ResendTimer fast(kLimits);
+  for (int i = 0; i < 50; ++i) fast.sample(1);
+  EXPECT_GE(fast.rto(), 10u);
+  ResendTimer slow(kLimits);
+  slow.sample(5000);
+  EXPECT_EQ(slow.rto(), 1000u);
+}
+
+TEST(ResendTimer, ATimeoutDoublesTheWaitUpToMaxAndTheRtoWithIt) {
+  ResendTimer t(kLimits);
+  t.sample(50);  // rto 50 + 4*25 = 150
+  ASSERT_EQ(t.rto(), 150u);
+  EXPECT_EQ(t.timed_out(150), 300u);
+  EXPECT_EQ(t.rto(), 300u);
+  EXPECT_EQ(t.timed_out(300), 600u);
+  EXPECT_EQ(t.timed_out(600), 1000u) << "capped";
+  EXPECT_EQ(t.timed_out(1000), 1000u);
+  EXPECT_EQ(t.rto(), 1000u);
+}
+
+TEST(ResendTimer, WaitsTimingOutTogetherDoubleTheRtoOnce) {
+  ResendTimer t(kLimits);
+  t.sample(50);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(t.timed_out(150), 300u);
+  EXPECT_EQ(t.rto(), 300u);
+}
+
+TEST(ResendTimer, AFreshSampleEndsTheBackoff) {
+  ResendTimer t(kLimits);
+  t.sample(50);
+  (void)t.timed_out(150);
+  (void)t.timed_out(300);
+  ASSERT_EQ(t.rto(), 600u);
+  t.sample(50);  // srtt 50, rttvar (3*25 + 0)/4 = 18
+  EXPECT_EQ(t.rto(), 50u + 4 * 18u);
+}
+
+TEST(ResendTimer, WithoutSamplesABackedOffRtoStays) {
+  // Karn's rule gives no sample while every wait is resent: the timer must not fall back to a short RTO.
+  ResendTimer t(kLimits);
+  (void)t.timed_out(t.rto());
+  EXPECT_EQ(t.rto(), 200u);
+  (void)t.timed_out(100);  // an older, shorter wait timing out later lowers nothing
+  EXPECT_EQ(t.rto(), 200u);
+}
+
+}  // namespace
+}  // namespace phub::engine
