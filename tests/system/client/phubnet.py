@@ -197,7 +197,10 @@ class Net:
             polling=dict(idle_polls_before_sleep=polling[0], idle_sleep_us=polling[1]),
             jobs=jobs,
             timeouts=dict(round_stall_ms=round_stall_ms, drain_ms=500),
-            limits=dict(memory_bytes="%dMiB" % (self.memory_mb * 3 // 4), max_jobs=64, mbufs=8191, ring_entries=1024),
+            # ring_entries: the server's default. Every frame crosses a ring here (steering "ring"), and with 1024
+            # entries a job of 2 workers among 8 such jobs had 127 slots: an lcore descheduled for a moment
+            # on this shared box let an honest job's pushes overrun that share (docs/config.md, "Tenant shares").
+            limits=dict(memory_bytes="%dMiB" % (self.memory_mb * 3 // 4), max_jobs=64, mbufs=8191, ring_entries=4096),
             control=dict(socket_path=socket_path or os.path.join(self.tmp, "ctl.sock"), stats_interval_ms=0,
                          metrics_address="127.0.0.1:0"),
         )
