@@ -44,7 +44,7 @@ void put_dec(int v) noexcept {
   put(p);
 }
 
-void on_fatal(int sig, siginfo_t* info, void*) {
+[[maybe_unused]] void on_fatal(int sig, siginfo_t* info, void*) {
   char thread[16] = "?";
   (void)pthread_getname_np(pthread_self(), thread, sizeof thread);
   put(g_program);
