@@ -38,7 +38,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,6 +47,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tools", "testbed"))
 import livenet  # noqa: E402
 import testbed  # noqa: E402
 from livenet import Checks, phubnet  # noqa: E402
+from faultmatrix import Matrix, Sampler, errors_of, pools_in_use, rounds_of, wrong_of  # noqa: E402
 from restart_test import worker_pids  # noqa: E402
 
 KEYS = [30000, 4097, 1]
@@ -86,70 +86,6 @@ def finish(procs, timeout_s=60):
     return livenet.finish_workers(procs, timeout_s)
 
 
-def rounds_of(results):
-    return max((int(s.get("rounds", 0)) for _, s, _ in results), default=0)
-
-
-def wrong_of(results):
-    return sum(int(s.get("mismatches", 0)) for _, s, _ in results)
-
-
-def errors_of(results):
-    return [(s.get("status"), err[-160:]) for rc, s, err in results if rc != 0 or s.get("status") != "OK"]
-
-
-class Sampler:
-    """phub-ctl stats --json every ~METRICS_MS in a thread: [(when the server took the sample, {job:
-    rounds_completed})]. The server's own sample time, not ours: a sample may be up to METRICS_MS old."""
-
-    def __init__(self, net):
-        self.ctl = livenet.Ctl(net)
-        self.samples = []
-        self.mbufs_in_use_high = 0  # the most mbufs out of the server's pools in any sample
-        self.stop_flag = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self):
-        while not self.stop_flag.is_set():
-            try:
-                rc, out, _ = self.ctl("stats", "--json", timeout_s=8)
-                if rc == 0:
-                    s = json.loads(out)
-                    self.mbufs_in_use_high = max(self.mbufs_in_use_high, sum(pools_in_use(s).values()))
-                    self.samples.append((s["taken_unix_ms"] / 1000, {j["name"]: (j["rounds_completed"], j["epoch"])
-                                                                          for j in s["jobs"]}))
-            except Exception:  # the server may be down (server-restart phase)
-                pass
-            self.stop_flag.wait(METRICS_MS / 1000)
-
-    def stop(self):
-        self.stop_flag.set()
-        self.thread.join(timeout=15)
-
-    def recovery(self, job, t_end, new_epoch=False, new_server=False):
-        """Seconds from t_end to the first sample showing a round of `job` completed after t_end; with new_epoch,
-        a round of an epoch started after t_end (the rounds of the old epoch that were still completing when a
-        worker was killed do not count); with new_server, a round counted by a server started at t_end (its
-        counters start at 0)."""
-        base, epoch0 = (0, None) if new_server else (None, None)
-        for t, jobs in self.samples:
-            rounds, epoch = jobs.get(job, (0, 0))
-            if new_server:
-                if t > t_end and rounds > 0:
-                    return t - t_end
-                continue
-            if t <= t_end or base is None:
-                base, epoch0 = rounds, epoch
-                continue
-            if new_epoch and epoch == epoch0:
-                base = rounds
-                continue
-            if rounds != base:  # a server restart sets the counter back: any change is progress
-                return t - t_end
-        return None
-
-
 def server_pid(net):
     for pid in (phubnet.sh("ip", "netns", "pids", net.ns_server(), check=False, capture=True) or "").split():
         try:
@@ -166,11 +102,6 @@ def server_memory(net):
     rss = server_rss_kib(net)
     nombuf = sum(p["rx_nombuf"] for p in s["ports"]) + s["drops"].get("no_mbuf", 0)
     return rss, nombuf
-
-
-def pools_in_use(stats):
-    """{pool name: mbufs out of the pool} from a `stats --json` sample."""
-    return {p["name"]: p["in_use"] for p in stats.get("pools", [])}
 
 
 def server_rss_kib(net):
@@ -271,26 +202,6 @@ def nft_dropped(br):
 
 def nft_clear(br, family="bridge"):
     phubnet.sh("ip", "netns", "exec", br, "nft", "delete", "table", family, NFT_TABLE, check=False)
-
-
-class Matrix:
-    """The FAULT lines; `records` keeps each line's figures (fault, rounds, wrong, errors, recovery) for the soak,
-    which makes its own with quiet=True and prints totals instead."""
-
-    def __init__(self, check, quiet=False):
-        self.check = check
-        self.quiet = quiet
-        self.lines = []
-        self.records = []
-
-    def line(self, fault, rounds, wrong, errors, recovery, note=""):
-        rec = "-" if recovery is None else "%.2f s" % recovery
-        text = "FAULT %-16s rounds %5d  wrong %d  errors %d  recovery %s%s" % (fault, rounds, wrong, errors, rec,
-                                                                            ("  (%s)" % note) if note else "")
-        self.lines.append(text)
-        self.records.append((fault, rounds, wrong, errors, recovery))
-        if not self.quiet:
-            print(text, flush=True)
 
 
 def leak_check(check, net, phase, before):
@@ -631,7 +542,7 @@ def main():
         net.start_server(JOBS, round_stall_ms=STALL_MS, settings=SETTINGS, timeout_s=200)
         warm_up(check, net)
         baseline = idle_state(net, 1.0)
-        sampler = Sampler(net)
+        sampler = Sampler(net, METRICS_MS)
         try:
             phases = [phase_loss, phase_dup, phase_reorder, phase_corrupt, phase_corrupt_crc, phase_kill,
                       phase_straggler, phase_flap, "leaks", phase_server_restart]

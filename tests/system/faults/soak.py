@@ -123,7 +123,7 @@ def main():
         baseline = ft.idle_state(net, 1.0)
         rss_high = baseline[0]
         print("soak: idle baseline after every job ran once: RSS %d KiB, mbufs in use %s" % baseline, flush=True)
-        sampler = ft.Sampler(net)
+        sampler = ft.Sampler(net, ft.METRICS_MS)
         try:
             i = 0
             while time.time() < deadline:
