@@ -81,9 +81,12 @@ bool Lcore::resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexce
   return false;
 }
 
-void Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
+bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
                              const std::byte* payload) noexcept {
-  if (!resolve_hub(plan, lj, rack)) return count_drop(lj, Drop::hub_unresolved);
+  if (!resolve_hub(plan, lj, rack)) {
+    count_drop(lj, Drop::hub_unresolved);
+    return false;
+  }
   Peer& hub = lj.hub_peer(rack);
   const bool chain = from != nullptr && snap_->ports[hub.port].zero_copy_tx;
   rte_mbuf* m = rte_pktmbuf_alloc(chain ? r_.hdr_pool : r_.copy_pool);
@@ -91,12 +94,13 @@ void Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
   if (m == nullptr || (chain && ext == nullptr)) {
     rte_pktmbuf_free(m);
     rte_pktmbuf_free(ext);
-    return count_drop(lj, Drop::no_mbuf);
+    count_drop(lj, Drop::no_mbuf);
+    return false;
   }
   std::byte* p = write_l234(m, plan, lj, hub, proto::kHeaderBytes + h.payload_bytes);
   if (p == nullptr) {
     rte_pktmbuf_free(ext);
-    return;
+    return false;
   }
   h.seq = seq_++;
   auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
@@ -110,12 +114,13 @@ void Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
     auto* dst = rte_pktmbuf_append(m, h.payload_bytes);
     if (dst == nullptr) {
       rte_pktmbuf_free(m);
-      return count_drop(lj, Drop::no_mbuf);
+      count_drop(lj, Drop::no_mbuf);
+      return false;
     }
     std::memcpy(dst, payload, h.payload_bytes);
     if (proto::opcode_is_forward(h.opcode)) bump(lj.counters.forwards_copied);
   }
-  queue_tx(lj, hub.port, m);
+  return queue_tx(lj, hub.port, m);
 }
 
 void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, bool retransmit) noexcept {
@@ -137,7 +142,9 @@ void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t s
     h.elem_offset = piece_offset(m, seg, piece);
     h.elem_count = static_cast<uint16_t>(n);
     h.epoch = lj.epoch;
-    transmit_forward(plan, lj, c.home, h, from, reinterpret_cast<const std::byte*>(sum + h.elem_offset));
+    if (!transmit_forward(plan, lj, c.home, h, from, reinterpret_cast<const std::byte*>(sum + h.elem_offset))) {
+      continue;  // counted; the resend timer tries again
+    }
     bump(lj.counters.partials_sent);
     bump(lj.hub_counters[c.home].partials_sent);
     if (retransmit) {
@@ -165,8 +172,9 @@ void Lcore::send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, i
   proto::Header h = result_header(plan, c, round, seg, rack, lj.epoch);
   h.opcode = proto::Opcode::fwd_result;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
-  transmit_forward(plan, lj, rack, h, LcoreJob::buf(c, buf), c.out[buf] + off_bytes);
-  bump(lj.counters.hub_results_sent);
+  if (transmit_forward(plan, lj, rack, h, LcoreJob::buf(c, buf), c.out[buf] + off_bytes)) {
+    bump(lj.counters.hub_results_sent);
+  }
 }
 
 void Lcore::complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {

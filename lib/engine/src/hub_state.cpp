@@ -56,8 +56,7 @@ void Lcore::send_hub_states(const JobPlan& plan, LcoreJob& lj) noexcept {
     h.rank = plan.math.hub.my_rack;
     h.epoch = lj.epoch;
     h.payload_bytes = static_cast<uint16_t>(payload.size());
-    transmit_forward(plan, lj, rack, h, nullptr, payload.data());
-    bump(lj.counters.hub_states_sent);
+    if (transmit_forward(plan, lj, rack, h, nullptr, payload.data())) bump(lj.counters.hub_states_sent);
     uint64_t wait = hz_ / 1'000'000 * (link.peer_has_mine ? kKeepAliveUs : kResendUs);
     if (snap_->round_stall_tsc != 0) wait = std::min(wait, snap_->round_stall_tsc / 4);  // seen before the deadline
     link.next_send_tsc = now_tsc_ + wait;

@@ -284,6 +284,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   }
 
   Peer& peer = lj.peer(rx.hdr.rank);
+  bool answers_here = true;
   if (!at_address(peer, rx.l2, rx.ip, rx.udp, rx.port)) {
     // An address that proved it receives (a worker joined there) is the rank's until the holder joins again
     // from elsewhere: a packet replayed or spoofed from another MAC, IP or port is handled, but its answers
@@ -292,11 +293,13 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     // new address nothing.
     if (peer.proven) {
       bump(lj.counters.addresses_kept);
+      answers_here = false;
     } else {
       set_address(peer, rx.l2, rx.ip, rx.udp, rx.port);
     }
   }
-  peer.previous_key = rx.previous_key;
+  // Which key the answers to the rank's address are signed with follows only the packets from that address.
+  if (answers_here) peer.previous_key = rx.previous_key;
   if (!peer.proven) prove_or_credit(peer, rx, plan, lj, s);
   if (rx.hdr.opcode == proto::Opcode::probe_request && rx.credited != nullptr &&
       !within_amplification_limit(lj, *rx.credited, rx.m->pkt_len)) {

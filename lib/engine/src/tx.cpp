@@ -11,14 +11,16 @@
 
 namespace phub::engine {
 
-void Lcore::queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept {
+bool Lcore::queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept {
   // A job's replies may fill no more than its share of the transmit buffers: a flood's answers are
   // dropped against the job that provoked them, and the other jobs' replies always find room.
   if (load(lj.tx_held) >= __atomic_load_n(&lj.tx_share_packets, __ATOMIC_RELAXED)) {
     rte_pktmbuf_free(m);
-    return count_drop(lj, Drop::tx_share_full);
+    count_drop(lj, Drop::tx_share_full);
+    return false;
   }
   tx_[port].add(m, counters_, &lj.tx_held);
+  return true;
 }
 
 rte_mbuf* Lcore::start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept {
@@ -165,8 +167,7 @@ void Lcore::transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, 
     return count_drop(lj, Drop::no_mbuf);
   }
   if (!fill_result(hdr, ext, plan, lj, c, buf, round, seg, rank, peer)) return;
-  bump(lj.counters.results_sent);
-  queue_tx(lj, peer.port, hdr);
+  if (queue_tx(lj, peer.port, hdr)) bump(lj.counters.results_sent);
 }
 
 void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept {
@@ -220,8 +221,7 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
       proto::write_header_recipient(ranks[i], seq_++, out);
       if (plan.authenticated) sign_for(plan, peer, out);
       chain_payload(hdrs[i], payload);
-      bump(lj.counters.results_sent);
-      queue_tx(lj, peer.port, hdrs[i]);
+      if (queue_tx(lj, peer.port, hdrs[i])) bump(lj.counters.results_sent);
     }
   }
 }
@@ -250,7 +250,7 @@ void Lcore::sign_for(const JobPlan& plan, const Peer& peer, std::span<std::byte,
   proto::sign_header(peer.previous_key && plan.previous_until_tsc != 0 ? plan.previous_key : plan.key, wire);
 }
 
-void Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h) noexcept {
+bool Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h) noexcept {
   Peer to;
   to.previous_key = rx.previous_key;
   to.mac = rx.l2.src;
@@ -259,21 +259,21 @@ void Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header
   to.port = static_cast<uint8_t>(rx.port);
   to.known = true;
   if (rx.credited != nullptr && !within_amplification_limit(lj, *rx.credited, proto::kFrameHeadersBytes + h.payload_bytes)) {
-    return;
+    return false;
   }
   h.seq = seq_++;
   rte_mbuf* m = start_message(plan, lj, to, h);
-  if (m == nullptr) return;
-  queue_tx(lj, to.port, m);
+  return m != nullptr && queue_tx(lj, to.port, m);
 }
 
 void Lcore::send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept {
-  bump(lj.counters.errors_sent);
   // The epoch of the packet answered, not the job's: the two differ only in epoch_mismatch (aux says the job's),
   // and a client then takes the error only if it names the epoch the client is in, so a genuine one recorded
   // in another epoch and replayed later changes nothing (docs/protocol.md, "Epochs").
-  reply(rx, plan, lj, error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status, aux,
-                               rx.hdr.epoch));
+  if (reply(rx, plan, lj, error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status,
+                                   aux, rx.hdr.epoch))) {
+    bump(lj.counters.errors_sent);
+  }
 }
 
 void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
@@ -283,9 +283,7 @@ void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, cons
   proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux, lj.epoch);
   h.seq = seq_++;
   rte_mbuf* m = start_message(plan, lj, peer, h);
-  if (m == nullptr) return;
-  bump(lj.counters.errors_sent);
-  queue_tx(lj, peer.port, m);
+  if (m != nullptr && queue_tx(lj, peer.port, m)) bump(lj.counters.errors_sent);
 }
 
 bool Lcore::release_previous(LcoreJob& lj, Chunk& c) noexcept {

@@ -100,7 +100,8 @@ class Lcore {
   void give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept;
   // Queue a reply of the job on port `port` within the job's share of the transmit buffers (else counted
   // tx_share_full against the job and freed).
-  void queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept;
+  // Queues m for transmit on port, or frees it and counts tx_share_full: true if queued.
+  bool queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept;
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   void on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
@@ -134,8 +135,8 @@ class Lcore {
                         uint16_t rank) noexcept;
   void send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept;
   void send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept;
-  // A header-only answer to the sender of `rx` (errors, join acknowledgements).
-  void reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h) noexcept;
+  // A header-only answer to the sender of `rx` (errors, join acknowledgements): true if queued.
+  bool reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h) noexcept;
   void send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
                      uint32_t aux) noexcept;
   void finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
@@ -173,7 +174,8 @@ class Lcore {
                        uint16_t rack) noexcept;
   // One forward to the hub of `rack`: the header `h` and `h.payload_bytes` from `payload`, sealed with
   // the payload MAC. Zero-copy when `from` is the result buffer `payload` lies in and the port can chain.
-  void transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
+  // False if it was not queued (the reason is counted as a drop).
+  bool transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
                         const std::byte* payload) noexcept;
   // Whether the hub of `rack` has a known MAC (copied into its Peer); asks ARP for it otherwise.
   bool resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcept;
