@@ -50,7 +50,7 @@ uint64_t siphash24(const AuthKey& key, std::span<const std::byte> data) noexcept
   for (size_t i = 0; i < whole; i += 8) s.absorb(load_le<uint64_t>(data.data() + i));
 
   std::byte tail[8] = {};
-  std::memcpy(tail, data.data() + whole, data.size() - whole);
+  if (data.size() != whole) std::memcpy(tail, data.data() + whole, data.size() - whole);  // (data() may be null)
   uint64_t last = load_le<uint64_t>(tail);
   last |= static_cast<uint64_t>(data.size() & 0xff) << 56;
   s.absorb(last);
