@@ -2,7 +2,8 @@
 """Tenant isolation against a live phub-server (issue 16, "Tenant isolation"): a tenant floods its own job
 with valid pushes, each answered with a result, at a bounded rate (tenant_flood.py, from the attacker's
 namespace), while the workers of another job run rounds. The other job's round time is measured undisturbed
-and under the flood in the same run, alternating (U F F U U F F U: drift on the shared machine falls on both
+(the same sender at the same pace, aimed at a socket of its own: tenant_flood.py --sink, so that its CPU on
+this two-CPU machine weighs on both legs) and under the flood in the same run, alternating (U F F U U F F U: drift on the shared machine falls on both
 sides), and the median of the pairs' ratios (flooded over undisturbed, each pair measured back to back) must stay
 within 10 %. Nothing may be dropped against the other job; what the flood
 cost is counted against the flooded job. Prints ATTACK lines as the attack suite does, and the round times.
@@ -50,9 +51,9 @@ def steady_round_ms(net):
     return (statistics.mean(ms) if len(ms) == 2 else float("inf")), ok, detail
 
 
-def start_flood(net):
+def start_flood(net, at_server):
     argv = ["timeout", "120", sys.executable, os.path.join(HERE, "tenant_flood.py"), phubnet.SERVER_IP,
-            str(FLOOD_PORT), "2", "--pps", str(FLOOD_PPS), "--seconds", "90"]
+            str(FLOOD_PORT), "2", "--pps", str(FLOOD_PPS), "--seconds", "90"] + ([] if at_server else ["--sink"])
     p = net.popen(ATTACKER_NS, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if p.stdout.readline().strip() != "ready":
         raise RuntimeError("tenant_flood.py did not start: %s" % p.communicate(timeout=30)[1][-500:])
@@ -71,23 +72,22 @@ def main():
     build, check, root = livenet.begin()
     if not root:
         return check.summary()
-    undisturbed, flooded, floods = [], [], []
+    undisturbed, flooded, floods, sinks = [], [], [], []
     with phubnet.Net(workers=3, lcores=2, build_dir=build) as net:
         net.start_server(JOBS, timeout_s=400, settings=dict(control=dict(metrics_interval_ms=50)))
         ctl = livenet.Ctl(net)
         steady_round_ms(net)  # warm-up: the first run pays for first touches
         for pair in range(PAIRS):
             for under_flood in ((False, True) if pair % 2 == 0 else (True, False)):
-                flood = start_flood(net) if under_flood else None
+                flood = start_flood(net, under_flood)
                 try:
                     ms, ok, detail = steady_round_ms(net)
                 finally:
-                    got = stop_flood(flood) if flood else None
+                    got = stop_flood(flood)
                 check("pair %d %s: steady job right: %s" % (pair, "flooded" if under_flood else "undisturbed", detail),
                       ok)
                 (flooded if under_flood else undisturbed).append(ms)
-                if got:
-                    floods.append(got)
+                (floods if under_flood else sinks).append(got)
         time.sleep(0.2)  # a fresh sample (metrics_interval_ms 50)
         stats = ctl.stats()
         steady = livenet.job_of(stats, "steady")
@@ -112,6 +112,9 @@ def main():
         "flooded: results_resent %d, %s" % (victim.get("results_resent", 0),
                                             ", ".join("%s %d" % kv for kv in victim_share.items()))))
     check("the flood ran at its rate (median %.0f/s of %d)" % (pps, FLOOD_PPS), pps >= 0.8 * FLOOD_PPS)
+    sink_pps = statistics.median(g["pps"] for g in sinks)
+    check("the control leg's sender ran at the same rate into its sink (median %.0f/s, %d received)" % (
+        sink_pps, sum(g["replies"] for g in sinks)), sink_pps >= 0.8 * FLOOD_PPS and all(g["replies"] for g in sinks))
     check("the flooded job answered the flood (results_resent %d)" % victim.get("results_resent", 0),
           victim.get("results_resent", 0) > 0)
     check("nothing dropped against the steady job: %s" % steady_drops, not steady_drops)

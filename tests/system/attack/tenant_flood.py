@@ -10,7 +10,12 @@ both of the server's queues, so some cross the hand-off ring to the chunk's owne
 completed round, which the server answers with the result again. At the end one JSON line: what was sent
 and what came back.
 
-Usage: tenant_flood.py SERVER_IP PORT_BASE JOB_ID [--pps R] [--sockets N] [--seconds S]
+--sink sends the same datagrams at the same pace to a socket of its own on 127.0.0.1, which it drains as it
+drains the server's replies: the control leg of flood_test.py, so that this sender's own CPU (its sends,
+receives and wake-ups on a machine whose two CPUs everything shares) weighs on both legs and the difference
+between them is what the server's handling of the flood costs the other tenant.
+
+Usage: tenant_flood.py SERVER_IP PORT_BASE JOB_ID [--pps R] [--sockets N] [--seconds S] [--sink]
 """
 import argparse
 import json
@@ -37,6 +42,7 @@ def main():
     ap.add_argument("--pps", type=float, default=2000)
     ap.add_argument("--sockets", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=50)
+    ap.add_argument("--sink", action="store_true", help="send to a socket of this process, not the server")
     a = ap.parse_args()
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
@@ -47,6 +53,12 @@ def main():
         s.bind(("0.0.0.0", 0))
         s.setblocking(False)
         socks.append(s)
+    if a.sink:
+        sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        sink.bind(("127.0.0.1", 0))
+        sink.setblocking(False)
+        socks.append(sink)
     got = {"datagrams": 0, "bytes": 0}
 
     def drain():
@@ -63,18 +75,22 @@ def main():
                     pass
 
     payload = bytes(4 * SEGMENT_ELEMS)
-    for chunk in range(CHUNKS):
-        for rank in (0, 1):
-            for seg in range(SEGMENTS):
-                socks[0].sendto(push(a.job, rank, chunk, seg, payload), (a.server, a.port_base + chunk))
-    time.sleep(0.3)
-    drain()
+    senders = socks[:a.sockets]
+    if not a.sink:
+        for chunk in range(CHUNKS):
+            for rank in (0, 1):
+                for seg in range(SEGMENTS):
+                    senders[0].sendto(push(a.job, rank, chunk, seg, payload), (a.server, a.port_base + chunk))
+        time.sleep(0.3)
+        drain()
     setup = dict(got)
     got.update(datagrams=0, bytes=0)
     print("ready", flush=True)
 
-    frames = [(push(a.job, 0, chunk, seg, payload), (a.server, a.port_base + chunk))
-              for chunk in range(CHUNKS) for seg in range(SEGMENTS)]
+    def target(chunk):
+        return sink.getsockname() if a.sink else (a.server, a.port_base + chunk)
+
+    frames = [(push(a.job, 0, chunk, seg, payload), target(chunk)) for chunk in range(CHUNKS) for seg in range(SEGMENTS)]
     sent = sent_bytes = 0
     start = time.time()
     end = start + a.seconds
@@ -84,7 +100,7 @@ def main():
         while sent < due:
             data, to = frames[sent % len(frames)]
             try:
-                socks[sent % len(socks)].sendto(data, to)
+                senders[sent % len(senders)].sendto(data, to)
             except BlockingIOError:
                 break
             sent += 1
