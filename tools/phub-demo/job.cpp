@@ -54,7 +54,7 @@ agg::OptimizerParams map_optimizer(const config::Optimizer& o) {
 
 std::string usage() {
   return "usage: phub-demo-worker --job NAME|ID --rank R (--rounds N | --seconds S) [--config FILE]\n"
-         "  [--server IP[,IP]] [--secret S] [--timeout-ms N] [--window PACKETS] [--delay-target-us N] [--rto-min-us N] [--bind IP] [--sync]\n"
+         "  [--server IP[,IP]] [--secret S] [--timeout-ms N] [--window PACKETS] [--delay-target-us N] [--rto-min-us N] [--bind IP] [--bind-port N] [--sync]\n"
          "  [--drop-ppm N] [--rx-drop-ppm N] [--dup-ppm N] [--reorder-ppm N] [--seed N] [--no-gso] [--no-gro] [--crc]\n"
          "  [--fresh-weights]\n"
          "Plays one rank of a job of the phub config (default: the embedded config/phub.lua), verifies every\n"
@@ -69,7 +69,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
   using Target = std::variant<std::string*, std::optional<std::string>*, double*, int*, uint32_t*, uint64_t*, bool*>;
   const std::pair<std::string_view, Target> flags[] = {
       {"--config", &a.config_path}, {"--job", &a.job}, {"--server", &a.server}, {"--secret", &a.secret},
-      {"--bind", &a.bind}, {"--seconds", &a.seconds}, {"--rank", &a.rank}, {"--rounds", &a.rounds},
+      {"--bind", &a.bind}, {"--bind-port", &a.bind_port}, {"--seconds", &a.seconds}, {"--rank", &a.rank}, {"--rounds", &a.rounds},
       {"--timeout-ms", &a.timeout_ms}, {"--window", &a.window}, {"--delay-target-us", &a.delay_target_us}, {"--rto-min-us", &a.rto_min_us},
       {"--drop-ppm", &a.drop_ppm}, {"--rx-drop-ppm", &a.rx_drop_ppm}, {"--dup-ppm", &a.dup_ppm},
       {"--reorder-ppm", &a.reorder_ppm}, {"--seed", &a.seed}, {"--no-gso", &a.no_gso}, {"--no-gro", &a.no_gro},
@@ -85,6 +85,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
   }
   if (a.job.empty() || a.rank < 0) return unexpected("--job and --rank are required\n" + usage());
   if ((a.rounds == 0) == (a.seconds == 0)) return unexpected("give exactly one of --rounds and --seconds\n" + usage());
+  if (a.bind_port > 65535) return unexpected("--bind-port must be a UDP port, 0..65535\n" + usage());
   return a;
 }
 
@@ -141,6 +142,7 @@ phub_config client_config(const DemoJob& j, const Args& a) {
     c.rto_max_us = std::max(c.rto_max_us, a.rto_min_us);
   }
   c.bind_address = a.bind.empty() ? nullptr : a.bind.c_str();
+  c.bind_port = static_cast<uint16_t>(a.bind_port);
   c.flags = (a.no_gso ? PHUB_FLAG_NO_GSO : 0u) | (a.no_gro ? PHUB_FLAG_NO_GRO : 0u) | (a.crc ? PHUB_FLAG_CRC : 0u) |
             (a.fresh_weights ? PHUB_FLAG_FRESH_WEIGHTS : 0u);
   c.fault_drop_tx_ppm = a.drop_ppm;

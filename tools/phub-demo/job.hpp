@@ -30,6 +30,7 @@ struct Args {
   bool no_gso = false, no_gro = false, crc = false, sync = false;
   bool fresh_weights = false;  // rank 0 of a ps job: the restart of the job forgets the server's weights
   std::string bind;
+  uint32_t bind_port = 0;  // 0: any
 };
 
 [[nodiscard]] Expected<Args, std::string> parse_args(int argc, char** argv);

@@ -241,6 +241,7 @@ phub_stats Client::stats() const noexcept {
   s.reorder_window_us = static_cast<uint32_t>(reorder_window_ns() / 1000);
   s.epoch = members_.empty() ? 0 : members_[0].epoch;
   s.resumes = resumes_;
+  s.rejoins = rejoins_;
   return s;
 }
 

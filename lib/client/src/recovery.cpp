@@ -20,6 +20,8 @@ constexpr uint64_t kMinReorderNs = 1'000'000;
 constexpr uint32_t kMaxReorderScale = 32;
 constexpr uint32_t kQuietResends = 16;
 constexpr uint64_t kGsoProbeTimeouts = 3;
+// Timeouts in a row without any answer from a server lcore after which this client joins it again.
+constexpr uint32_t kRejoinExpiries = 2;
 
 }  // namespace
 
@@ -92,6 +94,7 @@ void Client::expire_lane(uint32_t l, uint64_t now) {
     // unsegmented and drops them as malformed). Fall back to one datagram per packet.
     transport_->disable_gso();
   }
+  if (lane.expiries % kRejoinExpiries == 0) rejoin(l);
   // Chunks (re)sent less than a timeout ago are not overdue; the lane is in transmission order.
   const uint64_t rto = rto_.rto_ns();
   uint32_t c = lane.head;
@@ -101,6 +104,17 @@ void Client::expire_lane(uint32_t l, uint64_t now) {
     c = next;
   }
   lane.timer_ns = now + rto_.backoff_ns(lane.expiries);
+}
+
+void Client::rejoin(uint32_t owner) {
+  // Nothing at all came back from this lcore for two timeouts: the way back may have moved. A NAT that
+  // rebound this client's address sends its packets from a new port, and the server (which moves a rank's
+  // proven address only through a join of the holder later than the one that set it) still answers the
+  // old one. A join of this process, with its incarnation, moves the answers here and brings the address
+  // cookie of the new address; where nothing moved, it costs one header each way.
+  if (owner >= members_.size() || members_[owner].state != Membership::State::joined || !queue_room(1)) return;
+  enqueue_control(proto::Opcode::join, owner, 0, members_[owner].epoch, incarnation_);
+  ++rejoins_;
 }
 
 bool Client::expire_chunk(uint32_t c, uint32_t expiries, uint64_t now) {

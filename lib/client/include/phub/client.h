@@ -121,6 +121,8 @@ typedef struct phub_stats {
   uint64_t needless_resends;   /* early retransmits that proved needless (their round answered twice) */
   uint32_t epoch;              /* the job epoch joined (on the first server lcore) */
   uint32_t resumes;            /* ps: times the job resumed from a server's checkpoint (PHUB_ERR_RESUMED) */
+  uint32_t rejoins;            /* joins sent again after two timeouts without any answer from a server lcore:
+                                  they move the server's answers to this client's address if it changed (NAT) */
 } phub_stats;
 
 typedef struct phub_client phub_client;

@@ -184,6 +184,7 @@ class Client {
   void service_timers(uint64_t now);
   void expire_lane(uint32_t lane, uint64_t now);
   [[nodiscard]] bool expire_chunk(uint32_t chunk, uint32_t expiries, uint64_t now);
+  void rejoin(uint32_t owner);
   // Sends every missing segment of a chunk again as its operation does (push, init or pull); false when
   // the send queue is full.
   [[nodiscard]] bool resend_chunk(uint32_t chunk, uint64_t now);
@@ -260,6 +261,7 @@ class Client {
   Resume resume_ = Resume::none;
   uint32_t resume_rank0_ = 0;        // rank 0's incarnation in the epoch lost: the run the restored one must be
   uint32_t resumes_ = 0;
+  uint32_t rejoins_ = 0;
   std::string resume_why_;           // what operations posted while the resume is pending fail with
 
   std::vector<std::vector<std::byte>> stash_;      // per key: results of phub_push until phub_pull

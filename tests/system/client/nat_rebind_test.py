@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""A worker behind a NAT that rebinds its address mid-run, against the real phub-server (issue 16: "a rank's
+reply address changes only through an authenticated join"; the client must then join again by itself).
+
+Two ranks of one job (with a secret) run phub-demo-worker for a fixed time, every element verified. Rank 1's
+namespace translates its UDP port on the way to the server and back, statelessly in nftables (raw priority,
+notrack): its socket is bound to PORT, the server sees PORT_SEEN[0]. Twice during the run the translation
+moves to the next port of PORT_SEEN at once, as a NAT that lost its mapping does: from then on the server
+sees rank 1's packets from a new port while it keeps answering the proven old one (`addresses_kept`), and
+those answers no longer reach rank 1 (a rule counts them). The client must notice the silence (two timeouts
+without any answer), join again from where it is, and finish every round right.
+Usage: nat_rebind_test.py --build BUILD_DIR   (root; removes namespaces and processes, also on failure)
+"""
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "live"))
+import livenet  # noqa: E402
+from livenet import phubnet  # noqa: E402
+
+PORT = 47001                       # rank 1's socket
+PORT_SEEN = [47101, 47102, 47103]  # its address as the server sees it, one per NAT binding
+REBIND_AT_S = [2.5, 5.0]           # after the workers start
+RUN_S = 8
+TIMEOUT_MS = 4000                  # an operation's deadline: recovery must come well within it
+JOB = phubnet.job(1, "natted", 2, [30000, 4097, 1], 46300, secret="nat-rebind-test-secret-0123")
+
+
+def nat_rules(seen, old=None):
+    """The stateless translation of rank 1's port to `seen` and back; the server's answers to the `old`
+    binding are counted (and dropped: nothing listens there anyway). The server sends UDP checksum 0 (none,
+    legal in IPv4), which nftables' incremental update of a rewritten port would turn into a wrong one: the
+    way back sets it to 0 again."""
+    counted = ("    ip saddr %s udp dport %d counter drop\n" % (phubnet.SERVER_IP, old)) if old else ""
+    return ("flush ruleset\n"
+            "table ip phubnat {\n"
+            "  chain out {\n"
+            "    type filter hook output priority raw; policy accept;\n"
+            "    ip daddr %s udp sport %d notrack udp sport set %d\n"
+            "  }\n"
+            "  chain in {\n"
+            "    type filter hook prerouting priority raw; policy accept;\n"
+            "    ip saddr %s udp dport %d notrack udp dport set %d udp checksum set 0\n"
+            "%s"
+            "  }\n"
+            "}\n") % (phubnet.SERVER_IP, PORT, seen, phubnet.SERVER_IP, seen, PORT, counted)
+
+
+def nft(ns, text):
+    r = subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=text, text=True, capture_output=True,
+                       timeout=10)
+    if r.returncode != 0:
+        raise RuntimeError("nft: %s" % r.stderr.strip())
+
+
+def old_binding_packets(ns):
+    """Packets the counter of the last old binding saw (nft's list output)."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "chain", "ip", "phubnat", "in"], capture_output=True,
+                         text=True, timeout=10).stdout
+    for line in out.splitlines():
+        if "counter packets" in line:
+            return int(line.split("counter packets")[1].split()[0])
+    return 0
+
+
+def main():
+    build, check, root = livenet.begin()
+    if not root:
+        return check.summary()
+    with phubnet.Net(workers=2, lcores=2, build_dir=build) as net:
+        net.start_server([JOB], timeout_s=120)
+        ns = net.ns_worker(1)
+        nft(ns, nat_rules(PORT_SEEN[0]))
+        # --no-gso: a UDP GSO batch leaves the output hook before the kernel segments and checksums it, and a
+        # port rewritten there breaks the segments' checksums (the server drops them: udp_checksum_bad).
+        args = ["--seconds", str(RUN_S), "--timeout-ms", str(TIMEOUT_MS), "--no-gso"]
+        # Rank r in worker namespace r, each socket on PORT (only rank 1's namespace translates it).
+        procs = livenet.start_workers(net, "natted", [0, 1], args + ["--bind-port", str(PORT)], net.config_path, 60)
+        started = time.time()
+        answers_lost = []
+        for i, at in enumerate(REBIND_AT_S):
+            time.sleep(max(0.0, started + at - time.time()))
+            if i > 0:
+                answers_lost.append(old_binding_packets(ns))
+            nft(ns, nat_rules(PORT_SEEN[i + 1], old=PORT_SEEN[i]))
+        time.sleep(max(0.0, started + RUN_S - 1 - time.time()))
+        answers_lost.append(old_binding_packets(ns))
+        results = livenet.finish_workers(procs, 60)
+        counters, text = net.stop_server()
+
+    ok, detail = livenet.workers_ok(results)
+    job = counters.get("job natted", {})
+    rejoins = [int(s.get("rejoins", 0)) for _, s, _ in results]
+    print("rank summaries: %s" % detail)
+    drops = counters.get("drops", {})
+    print("server drops: %s" % drops)
+    print("server: addresses_kept %d, joins %d, addresses_proven %d; answers to an old binding after each rebind: %s; "
+          "rejoins by rank: %s" % (job.get("addresses_kept", 0), job.get("joins", 0), job.get("addresses_proven", 0),
+                                   answers_lost, rejoins))
+    check("the server ran to its stop", "phub: ready" in text)
+    check("the translation kept every checksum right (udp_checksum_bad %d)" % drops.get("udp_checksum_bad", 0),
+          drops.get("udp_checksum_bad", 0) == 0)
+    check("both ranks finish every round of %d s with every element right (status OK, no mismatch): %s" % (RUN_S, detail),
+          ok)
+    check("each rebinding really cut rank 1 off: the server answered its old binding (%s)" % answers_lost,
+          len(answers_lost) == len(REBIND_AT_S) and all(n > 0 for n in answers_lost))
+    check("the server kept rank 1's proven address against its packets from the new one (addresses_kept %d)"
+          % job.get("addresses_kept", 0), job.get("addresses_kept", 0) > 0)
+    check("rank 1 joined again after the silence, at least once per rebinding (rejoins %d)" % rejoins[1],
+          rejoins[1] >= len(REBIND_AT_S))
+    check("the server proved each new binding (addresses_proven %d: the first join's and one per rebinding)"
+          % job.get("addresses_proven", 0), job.get("addresses_proven", 0) >= 2 + len(REBIND_AT_S))
+    return check.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
