@@ -187,6 +187,7 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
     }
   }
   r.integer("rate_limit_pps", j.rate_limit_pps, 0, 1'000'000'000'000);
+  r.integer("answer_bytes_per_s", j.answer_bytes_per_s, 0, 1'000'000'000'000);
   convert_allowed_sources(r, j);
   convert_ranks_by_rack(r, j, racks);
   return j;

@@ -147,6 +147,7 @@ void dump_job(Writer& w, const Job& j) {
   if (j.shard_count > 1) w.line("shard = { index = " + std::to_string(j.shard_index) + ", count = " +
                                 std::to_string(j.shard_count) + " },");
   w.field("rate_limit_pps", j.rate_limit_pps);
+  w.field("answer_bytes_per_s", j.answer_bytes_per_s);
   w.list("allowed_sources",
          map_all(j.allowed_sources, [](const Ipv4Prefix& p) { return lua_string(format_ipv4_prefix(p)); }));
   if (!j.ranks_by_rack.empty()) {

@@ -19,7 +19,8 @@ void Lcore::relay_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
   if (segment_initialized(c, seg)) {
     // The home's weights are here: answered as a flat server answers an init (its current weights).
     const auto [buffer, label] = newest_result(m, c);
-    return send_segment(plan, lj, c, buffer, label, seg, rx.hdr.rank);
+    (void)send_segment(plan, lj, c, buffer, label, seg, rx.hdr.rank);
+    return;
   }
   // Forwarded as it came (its dtype, its elements): the size of the packet rank 0 sent, never more. Rank 0
   // sends its init again until it is answered, and each one is forwarded again until the home's weights

@@ -186,19 +186,5 @@ uint64_t LcoreJob::transmits_in_flight() const noexcept {
   return refs - 2ull * chunk_count_ + load(tx_held);
 }
 
-bool LcoreJob::admit_packet(uint64_t now_tsc, uint64_t tsc_hz, uint64_t rate) noexcept {
-  if (rate == 0) return true;
-  const double burst = std::max<double>(32.0, static_cast<double>(rate) / 100.0);
-  if (tokens_tsc_ == 0) {
-    tokens_ = burst;
-  } else {
-    tokens_ += static_cast<double>(now_tsc - tokens_tsc_) * static_cast<double>(rate) / static_cast<double>(tsc_hz);
-    tokens_ = std::min(tokens_, burst);
-  }
-  tokens_tsc_ = now_tsc;
-  if (tokens_ < 1.0) return false;
-  tokens_ -= 1.0;
-  return true;
-}
 
 }  // namespace phub::engine

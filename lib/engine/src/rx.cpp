@@ -384,7 +384,8 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     // Like a pull answer it is labelled with the round whose result it is (the one before the current).
     if (init_segment(m, c, seg, rx.payload.data(), rx.hdr.dtype) != InitResult::too_late) bump(lj.counters.inits);
     const auto [buffer, label] = newest_result(m, c);
-    return send_segment(plan, lj, c, buffer, label, seg, rx.hdr.rank);
+    (void)send_segment(plan, lj, c, buffer, label, seg, rx.hdr.rank);
+    return;
   }
 
   if (rx.hdr.dtype != m.in_dtype) {
@@ -420,13 +421,11 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
       break;
     case PushResult::duplicate_complete:
       bump(lj.counters.duplicates);
-      bump(lj.counters.results_resent);
-      send_segment(plan, lj, c, c.cur, c.round, seg, rx.hdr.rank);
+      if (send_segment(plan, lj, c, c.cur, c.round, seg, rx.hdr.rank)) bump(lj.counters.results_resent);
       break;
     case PushResult::previous_round:
       bump(lj.counters.duplicates);
-      bump(lj.counters.results_resent);
-      send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, seg, rx.hdr.rank);
+      if (send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, seg, rx.hdr.rank)) bump(lj.counters.results_resent);
       break;
     case PushResult::ahead:
       count_drop(lj, Drop::round_ahead);
@@ -493,19 +492,19 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     // The weights after the last completed round, labelled with that round: a result labelled r is always
     // the state after round r, whichever request it answers.
     const auto [buffer, label] = newest_result(m, c);
-    for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, buffer, label, s, rx.hdr.rank);
+    for (uint32_t s = first; s < last; ++s) (void)send_segment(plan, lj, c, buffer, label, s, rx.hdr.rank);
     return;
   }
   if (deferred(rx, plan, lj, c)) return;
   const int64_t d = round_delta(m, rx.hdr.round, c.round);
   if (d == -1 && c.has_prev) {
-    for (uint32_t s = first; s < last; ++s) send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, s, rx.hdr.rank);
-    bump(lj.counters.results_resent, last - first);
+    for (uint32_t s = first; s < last; ++s) {
+      if (send_segment(plan, lj, c, c.cur ^ 1, rx.hdr.round, s, rx.hdr.rank)) bump(lj.counters.results_resent);
+    }
   } else if (d == 0) {
     for (uint32_t s = first; s < last; ++s) {
       if (!segment_done(m, c, s)) continue;  // not complete yet: the result comes when it is
-      send_segment(plan, lj, c, c.cur, c.round, s, rx.hdr.rank);
-      bump(lj.counters.results_resent);
+      if (send_segment(plan, lj, c, c.cur, c.round, s, rx.hdr.rank)) bump(lj.counters.results_resent);
     }
   } else if (d > 0) {
     count_drop(lj, Drop::round_ahead);

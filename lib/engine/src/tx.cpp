@@ -148,14 +148,21 @@ size_t result_frame_bytes(const JobPlan& plan, const Chunk& c, uint32_t seg) noe
 
 }  // namespace
 
-void Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+bool Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                          uint16_t rank) noexcept {
   Peer& peer = lj.peer(rank);
-  if (!peer.known || !within_amplification_limit(lj, peer, result_frame_bytes(plan, c, seg))) return;
-  transmit_segment(plan, lj, c, buf, round, seg, rank);
+  const size_t frame_bytes = result_frame_bytes(plan, c, seg);
+  if (!peer.known || !within_amplification_limit(lj, peer, frame_bytes)) return false;
+  // What answers to requests may send is counted in bytes: a header-only rerequest or pull costs the job
+  // the whole segment it asks for.
+  if (!lj.admit_answer(now_tsc_, hz_, plan.answer_bytes_per_lcore_s, frame_bytes)) {
+    count_drop(lj, Drop::answer_rate_limited);
+    return false;
+  }
+  return transmit_segment(plan, lj, c, buf, round, seg, rank);
 }
 
-void Lcore::transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+bool Lcore::transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                              uint16_t rank) noexcept {
   Peer& peer = lj.peer(rank);
   const bool chain = snap_->ports[peer.port].zero_copy_tx;
@@ -164,10 +171,13 @@ void Lcore::transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, 
   if (hdr == nullptr || (chain && ext == nullptr)) {
     rte_pktmbuf_free(hdr);
     rte_pktmbuf_free(ext);
-    return count_drop(lj, Drop::no_mbuf);
+    count_drop(lj, Drop::no_mbuf);
+    return false;
   }
-  if (!fill_result(hdr, ext, plan, lj, c, buf, round, seg, rank, peer)) return;
-  if (queue_tx(lj, peer.port, hdr)) bump(lj.counters.results_sent);
+  if (!fill_result(hdr, ext, plan, lj, c, buf, round, seg, rank, peer)) return false;
+  if (!queue_tx(lj, peer.port, hdr)) return false;
+  bump(lj.counters.results_sent);
+  return true;
 }
 
 void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept {

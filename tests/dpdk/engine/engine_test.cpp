@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -11,6 +13,7 @@
 
 #include "harness.hpp"
 #include "phub/base/bytes.hpp"
+#include "phub/engine/lcore_job.hpp"
 #include "phub/proto/arp_icmp.hpp"
 
 namespace phub::test {
@@ -630,6 +633,45 @@ TEST(Amplification, AnUnprovenSourceGetsNoMoreBytesThanItSent) {
   ASSERT_EQ(full.size(), segments);
   for (const auto& r : full) EXPECT_EQ(r.hdr.opcode, proto::Opcode::result);
   EXPECT_EQ(job_counters(*s.engine, 0).addresses_proven, 1u);
+}
+
+// A job's answer_bytes_per_s counts the bytes its answers to requests send, not the requests: a proven
+// worker asking for a whole chunk (about 12 KB) 200 times a second with a 96-byte rerequest gets no more than
+// the limit (and the bucket's burst), and what is over it is counted against the job.
+TEST(Amplification, AnswersToRequestsStayWithinTheJobsBytesPerSecond) {
+  constexpr uint64_t kLimit = 200'000;  // bytes a second; one lcore holds the whole share
+  auto job = make_job(1, 2, {352 * 8});
+  job.answer_bytes_per_s = kLimit;
+  Server s(1, {job});
+  const auto& l = s.layout(0);
+  std::mt19937 rng(5);
+  const size_t segments = push_round(s, 0, 0, rng);
+  ASSERT_EQ(s.workers->receive(segments * 2).size(), segments * 2) << "a round's results are not answers";
+  s.workers->prove(job, 1);
+
+  const auto start = std::chrono::steady_clock::now();
+  size_t requests = 0, answered = 0;
+  std::vector<Received> got;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) {
+    s.workers->send(job, 1, whole_chunk_request(l, proto::Opcode::rerequest, 0, 1), {});
+    ++requests;
+    auto some = s.workers->receive(segments, std::chrono::milliseconds(5));
+    got.insert(got.end(), some.begin(), some.end());
+  }
+  auto rest = s.workers->receive(segments * requests, std::chrono::milliseconds(300));
+  got.insert(got.end(), rest.begin(), rest.end());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& r : got) answered += r.hdr.opcode == proto::Opcode::result ? 1 : 0;
+  const double asked = static_cast<double>(requests * segments * (proto::kFrameHeadersBytes + 352 * 4));
+  const double out = static_cast<double>(frame_bytes(got));
+  const double allowed = static_cast<double>(kLimit) * seconds + engine::LcoreJob::kAnswerMinBurstBytes;
+  std::printf("answers: %zu requests asked %.0f bytes in %.2f s; %zu results, %.0f bytes sent (limit %.0f)\n", requests,
+              asked, seconds, answered, out, allowed);
+  ASSERT_GT(asked, 3 * allowed) << "the requests must ask for far more than the limit";
+  EXPECT_LE(out, allowed);
+  EXPECT_GE(out, 0.3 * static_cast<double>(kLimit) * seconds) << "the limit is a rate, not a refusal";
+  EXPECT_GT(drops(*s.engine, Drop::answer_rate_limited), 0u);
+  EXPECT_EQ(job_counters(*s.engine, 0).results_resent, answered);
 }
 
 // A proven address (a worker joined there and carried its cookie) is the rank's until the holder joins

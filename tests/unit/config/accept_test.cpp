@@ -144,6 +144,7 @@ TEST(Accept, DumpRoundTripsEveryField) {
       "cfg.ports[1].mac = '02:00:00:00:00:01'; cfg.ports[1].mtu = 9000\n"
       "cfg.jobs[1].secret = 'se\\0cret\\n-0123456'; cfg.jobs[1].allowed_sources = { '198.18.0.0/15', '198.18.0.9' }\n"
       "cfg.jobs[1].rate_limit_pps = 123456; cfg.jobs[1].round_modulus = 1000\n"
+      "cfg.jobs[1].answer_bytes_per_s = 2500000\n"
       "cfg.jobs[2].optimizer = { kind = 'nesterov', lr = 0.1, momentum = 0.95 }\n"
       "cfg.jobs[2].workers = { '198.18.0.2', '198.18.0.3' }\n"
       "cfg.polling = { idle_polls_before_sleep = 7, idle_sleep_us = 3 }\n"
@@ -152,6 +153,7 @@ TEST(Accept, DumpRoundTripsEveryField) {
   EXPECT_EQ(c.ports[0].udp_checksum, UdpChecksum::trust);
   EXPECT_EQ(c.limits.arp_icmp_per_s, 0u);
   EXPECT_EQ(c.limits.arp_icmp_burst, 7u);
+  EXPECT_EQ(c.jobs[0].answer_bytes_per_s, 2'500'000u);
   std::string text = dump_lua(c);
   Config back = must_load(text);
   EXPECT_TRUE(back == c) << text;

@@ -111,6 +111,7 @@ const Case kCases[] = {
     {"cfg.limits = { arp_icmp_per_s = 2000000 }", "limits.arp_icmp_per_s: 2000000 is not in 0..1000000"},
     {"cfg.control = { socket_path = string.rep('x', 200) }", "control.socket_path: \"xxxx"},
     {"cfg.jobs[1].round_modulus = 3", "jobs[1].round_modulus: 3 must be 0 or at least 4"},
+    {"cfg.jobs[1].answer_bytes_per_s = -1", "jobs[1].answer_bytes_per_s: -1 is not in 0..1000000000000"},
     {"cfg.jobs[1].secret = string.rep('s', 2000)", "jobs[1].secret: a secret of 2000 bytes is longer than 1024"},
     // secrets: none, or one under 16 bytes, only with insecure = true
     {"cfg.jobs[1].secret = nil", "jobs[1].secret: missing: a job without a secret must say insecure = true"},

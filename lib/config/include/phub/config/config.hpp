@@ -116,6 +116,7 @@ struct Job {
   uint16_t shard_count = 1;        // 1..256
   uint16_t shard_index = 0;        // 0..shard_count-1
   uint64_t rate_limit_pps = 0;     // packets per second accepted from this job; 0 = unlimited
+  uint64_t answer_bytes_per_s = 0; // frame bytes per second of results sent in answer to requests; 0 = unlimited
   std::vector<Ipv4Prefix> allowed_sources;  // source addresses allowed to push; empty = any
   std::vector<uint32_t> worker_ipv4;        // rank r pushes only from worker_ipv4[r] (host order); empty = any
   // Rack hierarchy: for each rack name in Config::racks (in that order), the ranks of this job that live there.

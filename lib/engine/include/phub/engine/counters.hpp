@@ -32,6 +32,7 @@ namespace phub::engine {
   X(bad_rank, "rank outside 0..workers-1")                                                                  \
   X(source_not_allowed, "source outside the job's allowed_sources, or not the rank's pinned worker_ipv4")   \
   X(rate_limited, "over the job's packets-per-second limit")                                                \
+  X(answer_rate_limited, "a result not sent in answer to a request: over the job's answer_bytes_per_s")       \
   X(bad_chunk, "chunk id outside the job")                                                                  \
   X(wrong_owner, "chunk not owned by the lcore of the UDP port it was sent to")                             \
   X(bad_segment, "element range is not one of the chunk's segments")                                        \

@@ -31,6 +31,7 @@ struct JobPlan {
   uint16_t lcores = 1;         // lcores of this server
   uint16_t first_owner = 0;    // layout owner of this server's lcore 0 (sharded jobs: shard_index * lcores)
   uint64_t rate_per_lcore_pps = 0;
+  uint64_t answer_bytes_per_lcore_s = 0;  // the job's answer_bytes_per_s, this lcore's share (0: unlimited)
   JobMemory memory;            // the admission estimate
   // A hierarchical job's place in the racks (docs/hierarchy.md); null for a flat job. Shared by the copies
   // of the plan: math.hub points into it.

@@ -127,11 +127,13 @@ class Lcore {
   void copy_captures(const Snapshot& s) noexcept;
   void detach_capture(LcoreJob& lj) noexcept;
 
-  // Result segment `seg` of buffer out[buf] of chunk `c`, labelled `round`, to `rank`.
-  void send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+  // Result segment `seg` of buffer out[buf] of chunk `c`, labelled `round`, to `rank`, in answer to a request
+  // (a rerequest, pull, init or late push): within the amplification limit and the job's answer_bytes_per_s.
+  // True if it was queued.
+  bool send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                     uint16_t rank) noexcept;
-  // send_segment once the amplification limit allowed it: the transmit itself.
-  void transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+  // send_segment once the limits allowed it: the transmit itself. True if it was queued.
+  bool transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                         uint16_t rank) noexcept;
   void send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept;
   void send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept;

@@ -19,6 +19,7 @@
 #include "phub/engine/counters.hpp"
 #include "phub/engine/job_plan.hpp"
 #include "phub/engine/resend_timer.hpp"
+#include "phub/engine/token_bucket.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::engine {
@@ -128,7 +129,15 @@ class LcoreJob {
   [[nodiscard]] uint64_t transmits_in_flight() const noexcept;
 
   // Token bucket of the job's rate limit, this lcore's share (0: unlimited). True if the packet may pass.
-  bool admit_packet(uint64_t now_tsc, uint64_t tsc_hz, uint64_t rate_pps) noexcept;
+  bool admit_packet(uint64_t now_tsc, uint64_t tsc_hz, uint64_t rate_pps) noexcept {
+    return packets_.admit(now_tsc, tsc_hz, rate_pps, 1.0, 32.0);
+  }
+  // Token bucket of the bytes the job's answers to requests may send, this lcore's share (0: unlimited).
+  // True if an answer of `frame_bytes` may go out.
+  bool admit_answer(uint64_t now_tsc, uint64_t tsc_hz, uint64_t rate_bytes_per_s, size_t frame_bytes) noexcept {
+    return answer_bytes_.admit(now_tsc, tsc_hz, rate_bytes_per_s, static_cast<double>(frame_bytes), kAnswerMinBurstBytes);
+  }
+  static constexpr double kAnswerMinBurstBytes = 16384;  // eleven full-size result frames
 
   // Every rank's address and incarnation become unknown (a new epoch: the restarted workers join).
   void forget_peers() noexcept;
@@ -176,8 +185,8 @@ class LcoreJob {
   uint32_t result_objects_ = 0;
   uint64_t result_object_bytes_ = 0;
   rte_ring* spares_ = nullptr;
-  double tokens_ = 0;
-  uint64_t tokens_tsc_ = 0;
+  TokenBucket packets_;
+  TokenBucket answer_bytes_;
 };
 
 }  // namespace phub::engine
