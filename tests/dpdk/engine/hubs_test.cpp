@@ -947,7 +947,8 @@ std::vector<Results> start_ps(std::vector<std::pair<Workers*, std::vector<uint16
 // what `drop` says; each hub's answers and results. `check` sees the hubs before they stop.
 std::vector<Results> run_ps_hubs(const config::Job& job, uint32_t rounds, const Values& v,
                                  std::function<bool(const proto::Header&)> drop = nullptr,
-                                 std::function<void(std::vector<RackHub*>&)> check = nullptr) {
+                                 std::function<void(std::vector<RackHub*>&)> check = nullptr,
+                                 std::chrono::microseconds one_way = {}) {
   const auto racks = static_cast<uint16_t>(job.ranks_by_rack.size());
   std::vector<std::unique_ptr<RackHub>> owned;
   std::vector<RackHub*> hubs;
@@ -957,6 +958,7 @@ std::vector<Results> run_ps_hubs(const config::Job& job, uint32_t rounds, const 
   }
   Switch sw(hubs);
   if (drop) sw.drop = std::move(drop);
+  sw.delay = one_way;
   sw.start();
   for (RackHub* h : hubs) h->start();
   RackHub::settle(hubs);
@@ -1005,6 +1007,25 @@ TEST(Hubs, TwoRackHubsRunAPsJobWithMomentumLikeAFlatServer) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0], flat) << "the initial weights and the weights after each round";
   EXPECT_EQ(got[1], flat);
+}
+
+// Over a core of 20 ms each way, the rack hub without rank 0 asks the homes for a chunk's weights at most once
+// per RTO of its resend timer (100 ms before a sample), not at every pull of its two ranks (each every 5 ms
+// while it waits): asked per pull, it had a home send the whole chunk again for each while the first answer
+// was still on the way (52-82 requests and 84-137 weight segments sent for 3 needed, measured here).
+TEST(Hubs, APsRackHubAsksForAChunksWeightsOncePerRoundTripNotPerPull) {
+  const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::momentum, 4, {{0, 1}, {2, 3}});
+  const Results flat = run_flat(job, 1, gradient);
+  const std::vector<Results> got = run_ps_hubs(job, 1, gradient, nullptr, [&](std::vector<RackHub*>& hubs) {
+    expect_clean_ps_run(hubs);
+    const uint32_t chunks = hubs[1]->workers->layout(job, 1).chunk_count();
+    const auto b = hubs[1]->counters();
+    EXPECT_LE(b.weights_requested, 3u * chunks) << chunks << " chunks";
+    const auto a = hubs[0]->counters();
+    // Hub 0 sends weights only to hub 1 (which has no rank 0 to forward inits): the segments homed at hub 0.
+    EXPECT_LE(a.weights_sent, 3u * hubs[1]->segments_homed(false)) << "each segment sent a few times at most";
+  }, std::chrono::milliseconds(20));
+  for (const Results& r : got) EXPECT_EQ(r, flat);
 }
 
 TEST(Hubs, ThreeRackHubsRunAPsJobWithAdamInBf16LikeAFlatServer) {
