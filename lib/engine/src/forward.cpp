@@ -167,14 +167,14 @@ void Lcore::publish_resend_timer(LcoreJob& lj, uint16_t rack) noexcept {
   __atomic_store_n(&lj.hub_counters[rack].rto_tsc, t.rto(), __ATOMIC_RELAXED);
 }
 
-void Lcore::send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+bool Lcore::send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                             uint16_t rack) noexcept {
   proto::Header h = result_header(plan, c, round, seg, rack, lj.epoch);
   h.opcode = proto::Opcode::fwd_result;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
-  if (transmit_forward(plan, lj, rack, h, LcoreJob::buf(c, buf), c.out[buf] + off_bytes)) {
-    bump(lj.counters.hub_results_sent);
-  }
+  if (!transmit_forward(plan, lj, rack, h, LcoreJob::buf(c, buf), c.out[buf] + off_bytes)) return false;
+  bump(lj.counters.hub_results_sent);
+  return true;
 }
 
 void Lcore::complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
@@ -183,7 +183,7 @@ void Lcore::complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32
   const JobMath& m = plan.math;
   if (hierarchical(m) && c.home == m.hub.my_rack) {
     for (uint16_t rack = 0; rack < m.hub.racks; ++rack) {
-      if (rack != m.hub.my_rack) send_hub_result(plan, lj, c, c.cur, c.round, seg, rack);
+      if (rack != m.hub.my_rack) (void)send_hub_result(plan, lj, c, c.cur, c.round, seg, rack);
     }
   }
   if (round_complete(c)) finish_round(plan, lj, c);
@@ -191,15 +191,25 @@ void Lcore::complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32
 
 void Lcore::resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_t now) noexcept {
   const JobMath& m = plan.math;
+  const auto unanswered = [&](uint32_t seg) { return locally_complete(m, c, seg) && !segment_done(m, c, seg); };
   bool waiting = false;
-  for (uint32_t seg = 0; seg < c.segments; ++seg) {
-    if (!locally_complete(m, c, seg) || segment_done(m, c, seg)) continue;
-    waiting = true;
-    send_partial(plan, lj, c, seg, true);
-  }
+  for (uint32_t seg = 0; seg < c.segments && !waiting; ++seg) waiting = unanswered(seg);
   if (!waiting) {
     c.forward_due_tsc = 0;
     return;
+  }
+  // The home is still sending this rack results (of other chunks): it is alive and working through its queue
+  // (its uplink carries its own partials and every rack's results), and this chunk's answer is most likely
+  // queued behind them. The resend waits until the home has been silent for a whole backoff: a lost partial
+  // or result is still sent again, once the home has nothing else left to send here.
+  const uint64_t heard = lj.hub_result_tsc[c.home];
+  if (heard != 0 && now - heard < c.forward_backoff_tsc) {
+    c.forward_due_tsc = heard + c.forward_backoff_tsc;
+    bump(lj.counters.resends_postponed);
+    return;
+  }
+  for (uint32_t seg = 0; seg < c.segments; ++seg) {
+    if (unanswered(seg)) send_partial(plan, lj, c, seg, true);
   }
   // Timed out: no sample from this wait, and the next one (and the timer, until its next sample) twice as long.
   c.forward_sent_tsc = 0;
@@ -295,11 +305,11 @@ void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
       break;
     case PushResult::duplicate_complete:  // the rack hub lost the result: its resent partial asks again
       bump(lj.counters.duplicates);
-      send_hub_result(plan, lj, c, c.cur, c.round, seg, h.rank);
+      if (send_hub_result(plan, lj, c, c.cur, c.round, seg, h.rank)) bump(lj.counters.hub_results_resent);
       break;
     case PushResult::previous_round:
       bump(lj.counters.duplicates);
-      send_hub_result(plan, lj, c, c.cur ^ 1, h.round, seg, h.rank);
+      if (send_hub_result(plan, lj, c, c.cur ^ 1, h.round, seg, h.rank)) bump(lj.counters.hub_results_resent);
       break;
     case PushResult::ahead:
       count_drop(lj, Drop::round_ahead);
@@ -324,6 +334,7 @@ void Lcore::on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, u
   switch (accept_result(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
     case ResultArrival::completed:
       bump(lj.counters.hub_results_received);
+      lj.hub_result_tsc[c.home] = now_tsc_;
       if (c.forward_sent_tsc != 0) {  // the first answer of a wait whose partials went out once
         lj.hub_resend[c.home].sample(now_tsc_ - c.forward_sent_tsc);
         c.forward_sent_tsc = 0;

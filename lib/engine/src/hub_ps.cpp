@@ -6,13 +6,6 @@
 #include "rx_frame.hpp"
 
 namespace phub::engine {
-namespace {
-
-// The least time between two weights requests of one chunk: a worker's pull comes every 5 ms while it
-// waits, every worker of the rack pulls, and one answer serves them all.
-constexpr uint64_t kWeightsAskUs = 1000;
-
-}  // namespace
 
 void Lcore::relay_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
   const JobMath& m = plan.math;
@@ -40,7 +33,11 @@ void Lcore::relay_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
 void Lcore::ask_home_for_weights(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
   const JobMath& m = plan.math;
   if (!m.ps || !hierarchical(m) || c.home == m.hub.my_rack) return;
-  if (c.weights_asked_tsc != 0 && now_tsc_ - c.weights_asked_tsc < hz_ / 1'000'000 * kWeightsAskUs) return;
+  // At most once per RTO of the resend timer towards the home (100 ms before its first sample): the answer is
+  // the whole chunk, which takes a while over a rack uplink, and each worker of the rack pulls every 5 ms
+  // while it waits. Asking every millisecond had the home send the chunk again and again while its first
+  // answer was still queued. A lost request or answer is asked again one RTO later.
+  if (c.weights_asked_tsc != 0 && now_tsc_ - c.weights_asked_tsc < lj.hub_resend[c.home].rto()) return;
   c.weights_asked_tsc = now_tsc_ | 1;
   proto::Header h;
   h.opcode = proto::Opcode::fwd_init;
@@ -67,7 +64,7 @@ void Lcore::on_fwd_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uin
   bool answered = false;
   for (uint32_t s = first; s < last; ++s) {
     if (!segment_initialized(c, s)) continue;  // rank 0's init of it has not come yet
-    send_hub_result(plan, lj, c, buffer, label, s, h.rank);
+    if (send_hub_result(plan, lj, c, buffer, label, s, h.rank)) bump(lj.counters.weights_sent);
     answered = true;
   }
   if (!answered) count_drop(lj, Drop::not_initialized);

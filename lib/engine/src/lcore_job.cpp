@@ -124,6 +124,7 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
       lj->hub_peers_.push_back(p);
     }
     lj->hub_arp_tsc.assign(plan.hub->hubs.size(), 0);
+    lj->hub_result_tsc.assign(plan.hub->hubs.size(), 0);
     lj->hub_counters.assign(plan.hub->hubs.size(), HubPeerCounters{});
     lj->hub_resend.assign(plan.hub->hubs.size(), ResendTimer(forward_resend_limits(rte_get_tsc_hz())));
     for (size_t r = 0; r < lj->hub_resend.size(); ++r) lj->hub_counters[r].rto_tsc = lj->hub_resend[r].rto();

@@ -125,11 +125,14 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(forwards_copied, "hierarchical: forwards whose payload was copied (sum not in a result buffer, or the port cannot chain)") \
   X(hub_results_sent, "hierarchical: fwd_result segments sent to other racks' hubs, resends included")      \
   X(hub_results_received, "hierarchical: fwd_result segments from home hubs that completed a segment here") \
+  X(hub_results_resent, "hierarchical home: fwd_result segments sent again, answering a resent partial of a complete segment") \
+  X(resends_postponed, "hierarchical: chunks' partial resends put off, the home's results still arriving within the backoff") \
   X(hub_states_sent, "hierarchical: hub_state messages sent to peer hubs (epoch, fingerprint, keep-alive)")   \
   X(hub_states_received, "hierarchical: fresh hub_state messages received (they echoed this lcore's nonce)")  \
   X(hub_epochs_adopted, "hierarchical: epochs (or rank 0 holders) taken from rank 0's hub")                    \
   X(inits_forwarded, "hierarchical ps: rank 0's init segments forwarded to the chunks' home hubs (fwd_init)") \
   X(weights_requested, "hierarchical ps: header-only fwd_init requests for a chunk's weights sent to its home") \
+  X(weights_sent, "hierarchical ps home: fwd_result segments answering a forwarded init or a weights request") \
   X(weights_received, "hierarchical ps: weight segments from home hubs stored here before the first round")  \
   X(round_latency_sum_ns, "sum of the completed rounds' latencies, first push to last result")
 

@@ -171,8 +171,9 @@ class Lcore {
   void complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
   // This rack's partial of segment `seg`, its pieces to the chunk's home; arms the resend deadline.
   void send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, bool retransmit) noexcept;
-  // The result segment `seg` of out[buf], labelled `round`, to the hub of `rack`.
-  void send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+  // The result segment `seg` of out[buf], labelled `round`, to the hub of `rack`. False if it was not queued
+  // (counted).
+  [[nodiscard]] bool send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                        uint16_t rack) noexcept;
   // One forward to the hub of `rack`: the header `h` and `h.payload_bytes` from `payload`, sealed with
   // the payload MAC. Zero-copy when `from` is the result buffer `payload` lies in and the port can chain.

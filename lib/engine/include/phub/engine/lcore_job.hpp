@@ -112,6 +112,7 @@ class LcoreJob {
   std::vector<uint64_t> hub_arp_tsc;  // by rack: when this lcore last asked ARP for the hub (0: never)
   std::vector<HubPeerCounters> hub_counters;  // by rack
   std::vector<ResendTimer> hub_resend;        // by rack: when this lcore's unanswered partials go out again
+  std::vector<uint64_t> hub_result_tsc;       // by rack: when this lcore last took a round's result from it (0: never)
   std::vector<HubLink> hub_links;             // by rack
 
   // The result buffer behind out[i] of a chunk.
