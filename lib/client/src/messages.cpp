@@ -1,6 +1,7 @@
 // Error messages of the client: what went wrong, in terms of the config fields that must match the server.
 #include "phub/base/ipv4.hpp"
 #include "phub/client/client.hpp"
+#include "phub/client/clock.hpp"
 
 namespace phub::client {
 
@@ -62,6 +63,22 @@ Error Client::timeout_error(const Op& op) const {
     return Error{PHUB_ERR_UNREACHABLE, "no answer from " + servers + " ports " + ports + " within " + ms + " (job " +
                                            std::to_string(opt_.job_id) + ", rank " + std::to_string(opt_.rank) +
                                            "): " + hint};
+  }
+  // A server lcore that answered before and has sent nothing since this operation's whole deadline: it
+  // stopped (killed, or a rack hub gone), or the way to it broke. Named, rather than a timeout of the chunks.
+  const uint64_t now = now_ns();
+  const uint64_t deadline_ns = static_cast<uint64_t>(opt_.timeout_ms) * 1'000'000u;
+  for (uint32_t c = op.first_chunk; plan_ && c < op.end_chunk && c < chunks_.size(); ++c) {
+    if (chunks_[c].missing == 0) continue;
+    const uint32_t o = lane_of(c);
+    if (o >= members_.size() || members_[o].heard_ns == 0 || now - members_[o].heard_ns < deadline_ns) continue;
+    const Endpoint e = endpoint_of_owner(o);
+    return Error{PHUB_ERR_UNREACHABLE,
+                 "job " + std::to_string(opt_.job_id) + ": the server " + format_ipv4(e.ipv4) + " port " +
+                     std::to_string(e.port) + " answered before but has sent nothing for " +
+                     std::to_string((now - members_[o].heard_ns) / 1'000'000u) + " ms, longer than the deadline (" + ms +
+                     "): it stopped (a server or rack hub killed or restarted without this job's state) or the way "
+                     "to it broke"};
   }
   const uint32_t total = op.end_chunk - op.first_chunk;
   const std::string what = "key " + std::to_string(op.key) + ": " + std::to_string(op.chunks_left) + " of " +

@@ -123,6 +123,7 @@ class Client {
     uint32_t holder = 0;           // the incarnation the last answer named as the rank's holder
     uint32_t rank0 = 0;            // ... and as rank 0's holder (0: none)
     uint32_t cookie = 0;           // the server's address cookie for this client's address (0: none yet)
+    uint64_t heard_ns = 0;         // when this lcore last sent this client anything with a valid tag
     uint32_t sends = 0;            // joins sent in the current state (backoff)
     uint64_t next_send_ns = 0;
   };
