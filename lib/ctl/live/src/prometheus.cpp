@@ -14,7 +14,7 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 // Counters counted in TSC cycles are exported in seconds; gauges are named here.
-bool is_gauge(std::string_view name) { return name == "max_gap_tsc"; }
+bool is_gauge(std::string_view name) { return engine::is_max_counter(name); }
 bool in_tsc(std::string_view name) { return name.ends_with("_tsc"); }
 std::string seconds_name(std::string_view name) { return std::string(name.substr(0, name.size() - 4)) + "_seconds"; }
 
