@@ -1,4 +1,4 @@
-// Copying one chunk's state into a checkpoint capture at its round boundary, and installing it back.
+// Copying a chunk's state into a checkpoint capture, a segment's slice at a time, and installing it back.
 #include "phub/engine/checkpoint_capture.hpp"
 
 #include <cstring>
@@ -28,13 +28,13 @@ CaptureTiming capture_timing(const JobMath& m, const Chunk& c, uint32_t round) n
   return CaptureTiming::missed;
 }
 
-uint64_t copy_chunk_state(const Chunk& c, uint32_t round, CheckpointCapture& cap, uint64_t offset) noexcept {
+uint64_t step_after(const Chunk& c, uint32_t round) noexcept { return c.round == round ? c.step + 1 : c.step; }
+
+void copy_state_slice(const Chunk& c, CheckpointCapture& cap, uint64_t offset, uint32_t first, uint32_t n) noexcept {
   const float* from[3] = {c.weights, c.moment1, c.moment2};
   for (size_t a = 0; a < cap.arrays.size() && a < 3; ++a) {
-    std::memcpy(cap.arrays[a].data() + offset, from[a], static_cast<size_t>(c.elems) * sizeof(float));
+    std::memcpy(cap.arrays[a].data() + offset + first, from[a] + first, static_cast<size_t>(n) * sizeof(float));
   }
-  // The step counts the updates applied; the update of a completed round counts once the chunk advances.
-  return c.round == round ? c.step + 1 : c.step;
 }
 
 void install_chunk_state(const JobMath& m, Chunk& c, uint32_t round, const std::vector<std::vector<float>>& arrays,

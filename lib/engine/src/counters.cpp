@@ -35,7 +35,7 @@ std::string_view drop_help(Drop d) noexcept {
 void accumulate(LcoreCounters& into, const LcoreCounters& from) noexcept {
   for (const auto& f : kLcoreFields) {
     const uint64_t v = load(from.*f.member);
-    into.*f.member = f.member == &LcoreCounters::max_gap_tsc ? std::max(into.*f.member, v) : into.*f.member + v;
+    into.*f.member = is_max_counter(f.name) ? std::max(into.*f.member, v) : into.*f.member + v;
   }
   add_array(into.drops, from.drops);
   add_array(into.malformed, from.malformed);

@@ -287,7 +287,7 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
 void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, uint16_t piece) noexcept {
   const proto::Header& h = rx.hdr;
   if (deferred(rx, plan, lj, c)) return;
-  if (lj.capture != nullptr) capture_chunk(plan, lj, c);  // before the next round can change its state
+  if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);  // before the next round can change it
   const bool opens_round = c.first_tsc == 0;
   const PushResult result = contribute_partial(plan.math, c, h.rank, h.round, seg, piece, rx.payload.data(), now_tsc_);
   if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
@@ -330,7 +330,7 @@ void Lcore::on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, u
   if (deferred(rx, plan, lj, c)) return;
   // ps: a result labelled with the round before the current one holds the home's newest weights.
   if (plan.math.ps && rx.hdr.round == prev_round(plan.math, c.round)) return on_hub_weights(rx, plan, lj, c, seg);
-  if (lj.capture != nullptr) capture_chunk(plan, lj, c);
+  if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);
   switch (accept_result(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
     case ResultArrival::completed:
       bump(lj.counters.hub_results_received);

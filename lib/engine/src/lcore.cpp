@@ -50,6 +50,7 @@ int Lcore::run() noexcept {
   now_tsc_ = started;
   next_timer_ = started + hz_ / 1000;
   last_quiescent_ = started;
+  checkpoint_work_ns_ = 0;  // what the control thread did for a stopped lcore is not this loop's
   while (!r_.stop->load(std::memory_order_relaxed)) {
     // One TSC read per iteration: an iteration starts where the previous one read the clock (now_tsc_).
     const uint64_t iteration_start = now_tsc_;
@@ -60,6 +61,7 @@ int Lcore::run() noexcept {
     drain_tx(work);
     tick(s);
     if (capturing_ != 0) copy_captures(s);
+    if (checkpoint_work_ns_ != 0) account_checkpoint_work();
     bump(counters_.loops);
     if (work != 0) {
       bump(counters_.busy_loops);
@@ -67,7 +69,7 @@ int Lcore::run() noexcept {
     }
     __atomic_store_n(&counters_.total_tsc, now_tsc_ - started, __ATOMIC_RELAXED);
     quiescent();
-    idle(work);
+    idle(capturing_ != 0 ? 1 : work);  // a capture's background copies are work: no sleep until it is done
   }
 
   // A clean stop sends what is queued (up to timeouts.drain_ms), then drops the rest.

@@ -10,6 +10,7 @@
 #include <rte_malloc.h>
 #include <rte_memory.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <new>
@@ -113,7 +114,12 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
     lj->attach(*c, 1, reinterpret_cast<ResultBuf*>(lj->result_block_ + (2 * i + 1) * obj_bytes));
   }
   lj->chunk_count_ = n;
-  lj->capture_armed.assign(n, 0);
+  uint32_t most_segments = 0;
+  for (uint32_t i = 0; i < n; ++i) most_segments = std::max(most_segments, lj->chunks_[i].segments);
+  lj->capture_words = (most_segments + 63) / 64;
+  lj->capture_state.assign(n, LcoreJob::capture_idle);
+  lj->capture_copied.assign(static_cast<size_t>(n) * lj->capture_words, 0);
+  lj->capture_segs_left.assign(n, 0);
   if (plan.hub != nullptr) {
     for (const HubPlan::Hub& h : plan.hub->hubs) {
       Peer p{};

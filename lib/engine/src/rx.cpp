@@ -398,7 +398,7 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     count_drop(lj, Drop::draining);
     return send_error(rx, plan, lj, proto::Status::draining, c.round);
   }
-  if (lj.capture != nullptr) capture_chunk(plan, lj, c);  // before the next round can change its state
+  if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);  // before the next round can change it
   const PushResult result = contribute(m, c, rx.hdr.rank, rx.hdr.round, seg, rx.payload.data(), now);
   if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
   switch (result) {

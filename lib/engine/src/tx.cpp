@@ -330,7 +330,7 @@ void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
     __atomic_store_n(&lj.newest_round, c.round, __ATOMIC_RELAXED);
     __atomic_store_n(&lj.rounds_in_epoch, true, __ATOMIC_RELAXED);
   }
-  if (lj.capture != nullptr) capture_chunk(plan, lj, c);
+  if (lj.capture != nullptr) open_capture(plan, lj, c);  // its segments are copied before the next round changes them
   try_advance(plan, lj, c);  // the previous result is about to be overwritten by the next round
 }
 

@@ -13,10 +13,11 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-// Counters counted in TSC cycles are exported in seconds; gauges are named here.
-bool is_gauge(std::string_view name) { return name == "max_gap_tsc"; }
+// Counters counted in TSC cycles or nanoseconds are exported in seconds; gauges are named here.
+bool is_gauge(std::string_view name) { return engine::is_max_counter(name); }
 bool in_tsc(std::string_view name) { return name.ends_with("_tsc"); }
-std::string seconds_name(std::string_view name) { return std::string(name.substr(0, name.size() - 4)) + "_seconds"; }
+bool in_ns(std::string_view name) { return name.ends_with("_ns"); }
+std::string seconds_name(std::string_view name) { return std::string(name.substr(0, name.rfind('_'))) + "_seconds"; }
 
 MetricFamily family(std::string name, std::string_view help, MetricType type) {
   MetricFamily f;
@@ -45,11 +46,12 @@ void lcore_families(const engine::CounterReport& r, std::vector<MetricFamily>& o
   for (const auto& f : engine::kLcoreFields) {
     const bool g = is_gauge(f.name);
     const bool tsc = in_tsc(f.name);
-    std::string name = "phub_lcore_" + (tsc ? seconds_name(f.name) : std::string(f.name)) + (g ? "" : "_total");
+    const bool ns = in_ns(f.name);
+    std::string name = "phub_lcore_" + (tsc || ns ? seconds_name(f.name) : std::string(f.name)) + (g ? "" : "_total");
     if (f.name == "total_tsc") name = "phub_lcore_run_seconds_total";
     auto fam = family(std::move(name), f.help, g ? MetricType::Gauge : MetricType::Counter);
     for (const auto& l : r.lcores) {
-      const double v = static_cast<double>(l.counters.*f.member) / (tsc ? hz : 1.0);
+      const double v = static_cast<double>(l.counters.*f.member) / (tsc ? hz : ns ? 1e9 : 1.0);
       std::vector<ClientMetric::Label> labels{{"lcore", std::to_string(l.lcore_id)}};
       fam.metric.push_back(g ? gauge(std::move(labels), v) : counter(std::move(labels), v));
     }

@@ -31,9 +31,13 @@ enum class CaptureTiming : uint8_t { now, later, missed };
 
 [[nodiscard]] CaptureTiming capture_timing(const JobMath& m, const Chunk& c, uint32_t round) noexcept;
 
-// Copies the chunk's state after `round` (capture_timing() returned now) into the capture's arrays at
-// element `offset`, and returns its optimizer step after that round.
-uint64_t copy_chunk_state(const Chunk& c, uint32_t round, CheckpointCapture& cap, uint64_t offset) noexcept;
+// The chunk's optimizer step after `round` (capture_timing() returned now): the updates applied, with the
+// completed round's counted though the chunk has not advanced yet.
+[[nodiscard]] uint64_t step_after(const Chunk& c, uint32_t round) noexcept;
+
+// Copies elements [first, first + n) of each of the chunk's state arrays (weights, moments) into the
+// capture's arrays at element `offset` + first: one segment's slice, copied before the next round changes it.
+void copy_state_slice(const Chunk& c, CheckpointCapture& cap, uint64_t offset, uint32_t first, uint32_t n) noexcept;
 
 // The reverse, at start-up (no lcore runs): installs a chunk's state after `round` from `arrays` at element
 // `offset` with optimizer step `step`. The chunk is then initialised, holds those weights as the previous

@@ -92,6 +92,9 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(busy_tsc, "TSC cycles in iterations that found work")                                     \
   X(total_tsc, "TSC cycles since the loop started")                                           \
   X(max_gap_tsc, "longest time between two quiescent states of the loop, in TSC cycles")    \
+  X(max_checkpoint_work_ns, "most CPU time one loop iteration spent on checkpoint copies (thread time: "     \
+                            "preemption excluded), in ns")                                     \
+  X(checkpoint_work_over_100us, "loop iterations whose checkpoint copies took over 100 us of CPU time")  \
   X(requests, "requests from the control thread handled")
 
 // Per (lcore, job): progress of the job's chunks this lcore owns.
@@ -191,7 +194,13 @@ inline void set_max(uint64_t& c, uint64_t v) noexcept {
 // The reader's load (any thread).
 [[nodiscard]] inline uint64_t load(const uint64_t& c) noexcept { return __atomic_load_n(&c, __ATOMIC_RELAXED); }
 
-// Adds a consistent-per-field copy of `from` (read with load()) into `into`; max_gap_tsc takes the maximum.
+// Lcore counters that hold a maximum (a gauge), not a count: the sum over lcores takes their maximum.
+[[nodiscard]] constexpr bool is_max_counter(std::string_view name) noexcept {
+  return name == "max_gap_tsc" || name == "max_checkpoint_work_ns";
+}
+
+// Adds a consistent-per-field copy of `from` (read with load()) into `into`; is_max_counter() fields take the
+// maximum.
 void accumulate(LcoreCounters& into, const LcoreCounters& from) noexcept;
 void accumulate(JobCounters& into, const JobCounters& from) noexcept;
 

@@ -119,13 +119,22 @@ class Lcore {
   // Rank 0 restarted the job: every chunk this lcore owns starts again at round 0 of `epoch`.
   void start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept;
   void on_probe(rte_mbuf* m, Rx& rx, LcoreJob& lj) noexcept;
-  // Checkpoints (lcore_checkpoint.cpp): arm a capture of the job's chunks after req.round; copy a chunk
-  // as it completes the round or before a push of the next round reaches it, and the chunks already at
-  // the boundary a few per loop iteration (copy_captures); forget the capture.
+  // Checkpoints (lcore_checkpoint.cpp), copy-on-write per segment: arm a capture of the job's chunks
+  // after req.round; a chunk opens for copying once it is at that boundary (open_capture, as it completes
+  // the round); a segment's slice of the state is copied before a packet of the next round reaches that
+  // segment (capture_segment), the rest at most kCaptureBytesPerIteration per job and loop iteration
+  // (copy_captures); forget the capture. Each adds its thread CPU time to checkpoint_work_ns_.
   void arm_capture(const JobPlan& plan, LcoreJob& lj, const Request& req) noexcept;
-  void capture_chunk(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  void open_capture(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept;
+  void capture_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
   void copy_captures(const Snapshot& s) noexcept;
   void detach_capture(LcoreJob& lj) noexcept;
+  // Whether local chunk `i` is open (opening it if it is at the boundary; failing the capture if past it).
+  bool capture_open(const JobPlan& plan, LcoreJob& lj, uint32_t i) noexcept;
+  // Copies segment `seg` of open chunk `i` unless copied; returns the bytes copied.
+  size_t copy_capture_segment(const JobPlan& plan, LcoreJob& lj, uint32_t i, uint32_t seg) noexcept;
+  // The iteration's checkpoint work into max_checkpoint_work_ns and checkpoint_work_over_100us.
+  void account_checkpoint_work() noexcept;
 
   // Result segment `seg` of buffer out[buf] of chunk `c`, labelled `round`, to `rank`, in answer to a request
   // (a rerequest, pull, init or late push): within the amplification limit and the job's answer_bytes_per_s.
@@ -235,11 +244,14 @@ class Lcore {
   uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
   uint32_t seq_ = 0;
   static constexpr uint16_t kMaxBurst = 32;  // frames taken from a queue or inbox at once
-  static constexpr uint32_t kStoppedCopiesPerCall = 1024;  // checkpoint chunks a stopped lcore's server copies
+  static constexpr uint32_t kStoppedCopiesPerCall = 1024;  // copy_captures calls per stopped lcore's serving
+  static constexpr size_t kCaptureBytesPerIteration = 16 * 1024;  // background checkpoint copy per job and iteration
+  static constexpr uint32_t kCaptureChunksPerIteration = 64;  // chunks copy_captures looks at per job and iteration
   rte_mbuf* consumed_[kMaxBurst];
   rte_mbuf* burst_[kMaxBurst];  // the frames of the current RX or inbox burst
   uint16_t consumed_n_ = 0;
   uint32_t capturing_ = 0;  // jobs with a checkpoint capture attached on this lcore
+  uint64_t checkpoint_work_ns_ = 0;  // thread CPU time of this iteration's checkpoint work
 };
 
 }  // namespace phub::engine

@@ -166,10 +166,15 @@ class LcoreJob {
   // where the control thread aims a checkpoint. Written by the lcore, read by the control thread.
   uint32_t newest_round = 0;
   bool rounds_in_epoch = false;
-  // A checkpoint capture in progress (lcore_checkpoint.cpp): the chunks still to copy, by local index.
+  // A checkpoint capture in progress (lcore_checkpoint.cpp), by local chunk index: each chunk's state
+  // (CaptureState), its segments copied (capture_words bits per chunk) and how many are left.
+  enum CaptureState : uint8_t { capture_idle, capture_armed, capture_opened };
   CheckpointCapture* capture = nullptr;
-  std::vector<uint8_t> capture_armed;
-  uint32_t capture_left = 0;
+  std::vector<uint8_t> capture_state;
+  std::vector<uint64_t> capture_copied;
+  std::vector<uint32_t> capture_segs_left;
+  uint32_t capture_words = 0;
+  uint32_t capture_left = 0;    // chunks not copied whole yet
   uint32_t capture_cursor = 0;  // where copy_captures goes on
 
  private:
