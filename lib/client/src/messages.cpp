@@ -64,21 +64,22 @@ Error Client::timeout_error(const Op& op) const {
                                            std::to_string(opt_.job_id) + ", rank " + std::to_string(opt_.rank) +
                                            "): " + hint};
   }
-  // A server lcore that answered before and has sent nothing since this operation's whole deadline: it
-  // stopped (killed, or a rack hub gone), or the way to it broke. Named, rather than a timeout of the chunks.
-  const uint64_t now = now_ns();
-  const uint64_t deadline_ns = static_cast<uint64_t>(opt_.timeout_ms) * 1'000'000u;
+  // A server lcore that answered before, then went silent, and has not answered the joins sent to it since
+  // (recovery.cpp, rejoin: a live server answers every join, also while a round waits for a slow worker): it
+  // stopped (killed, or a rack hub gone) or the way to it broke. Named, rather than a timeout of the chunks.
+  constexpr uint32_t kUnansweredJoins = 2;
   for (uint32_t c = op.first_chunk; plan_ && c < op.end_chunk && c < chunks_.size(); ++c) {
     if (chunks_[c].missing == 0) continue;
     const uint32_t o = lane_of(c);
-    if (o >= members_.size() || members_[o].heard_ns == 0 || now - members_[o].heard_ns < deadline_ns) continue;
+    if (o >= members_.size() || members_[o].heard_ns == 0 || members_[o].unanswered_joins < kUnansweredJoins) continue;
     const Endpoint e = endpoint_of_owner(o);
     return Error{PHUB_ERR_UNREACHABLE,
                  "job " + std::to_string(opt_.job_id) + ": the server " + format_ipv4(e.ipv4) + " port " +
-                     std::to_string(e.port) + " answered before but has sent nothing for " +
-                     std::to_string((now - members_[o].heard_ns) / 1'000'000u) + " ms, longer than the deadline (" + ms +
-                     "): it stopped (a server or rack hub killed or restarted without this job's state) or the way "
-                     "to it broke"};
+                     std::to_string(e.port) + " answered before, then sent nothing for the last " +
+                     std::to_string((now_ns() - members_[o].heard_ns) / 1'000'000u) + " ms, not even to " +
+                     std::to_string(members_[o].unanswered_joins) + " joins (operation deadline " + ms +
+                     "): it stopped (a server or rack hub killed, or restarted without this job's state) or the "
+                     "way to it broke"};
   }
   const uint32_t total = op.end_chunk - op.first_chunk;
   const std::string what = "key " + std::to_string(op.key) + ": " + std::to_string(op.chunks_left) + " of " +

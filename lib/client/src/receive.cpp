@@ -31,7 +31,10 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
   }
   answered_ = true;
   const auto o = static_cast<uint32_t>(owner);
-  if (o < members_.size()) members_[o].heard_ns = now;
+  if (o < members_.size()) {
+    members_[o].heard_ns = now;
+    members_[o].unanswered_joins = 0;
+  }
   if (h->opcode == proto::Opcode::joined) return on_joined(*h, o, now);
   if (h->opcode == proto::Opcode::error && h->status == proto::Status::epoch_mismatch) {
     return on_epoch_mismatch(*h, o, now);

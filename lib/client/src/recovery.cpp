@@ -114,6 +114,7 @@ void Client::rejoin(uint32_t owner) {
   // cookie of the new address; where nothing moved, it costs one header each way.
   if (owner >= members_.size() || members_[owner].state != Membership::State::joined || !queue_room(1)) return;
   enqueue_control(proto::Opcode::join, owner, 0, members_[owner].epoch, incarnation_);
+  ++members_[owner].unanswered_joins;
   ++rejoins_;
 }
 

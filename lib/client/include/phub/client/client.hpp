@@ -124,6 +124,7 @@ class Client {
     uint32_t rank0 = 0;            // ... and as rank 0's holder (0: none)
     uint32_t cookie = 0;           // the server's address cookie for this client's address (0: none yet)
     uint64_t heard_ns = 0;         // when this lcore last sent this client anything with a valid tag
+    uint32_t unanswered_joins = 0; // joins sent again after silence (rejoin) since it last sent anything
     uint32_t sends = 0;            // joins sent in the current state (backoff)
     uint64_t next_send_ns = 0;
   };
