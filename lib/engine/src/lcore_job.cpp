@@ -193,5 +193,4 @@ uint64_t LcoreJob::transmits_in_flight() const noexcept {
   return refs - 2ull * chunk_count_ + load(tx_held);
 }
 
-
 }  // namespace phub::engine
