@@ -33,6 +33,7 @@ Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
   rte_eth_dev_info info{};
   if (int rc = rte_eth_dev_info_get(p.id_, &info); rc != 0) return unexpected(err("port " + p.name_ + ": info", rc));
   p.driver_ = info.driver_name ? info.driver_name : "?";
+  p.gated_on_link_ = p.driver_ == "net_memif";
   if (spec.queues == 0 || spec.queues > info.max_rx_queues || spec.queues > info.max_tx_queues) {
     return unexpected("port " + p.name_ + " (" + p.driver_ + "): " + std::to_string(spec.queues) +
                       " queue pairs requested, the PMD offers " + std::to_string(info.max_rx_queues) + " RX / " +
@@ -114,6 +115,7 @@ EthPort& EthPort::operator=(EthPort&& o) noexcept {
     queues_ = o.queues_;
     mtu_ = o.mtu_;
     tx_multi_seg_ = o.tx_multi_seg_;
+    gated_on_link_ = o.gated_on_link_;
     probed_by_us_ = std::exchange(o.probed_by_us_, false);
     started_ = std::exchange(o.started_, false);
     flows_ = std::exchange(o.flows_, 0u);

@@ -49,11 +49,20 @@ class EthPort {
   [[nodiscard]] uint16_t mtu() const noexcept { return mtu_; }
 
   [[nodiscard]] uint16_t rx(uint16_t queue, rte_mbuf** pkts, uint16_t n) const noexcept {
+    if (gated_on_link_ && !link_up()) return 0;
     return rte_eth_rx_burst(id_, queue, pkts, n);
   }
   [[nodiscard]] uint16_t tx(uint16_t queue, rte_mbuf** pkts, uint16_t n) const noexcept {
+    if (gated_on_link_ && !link_up()) return 0;
     return rte_eth_tx_burst(id_, queue, pkts, n);
   }
+  // Whether the link is up now (the PMD's own view, without waiting).
+  [[nodiscard]] bool link_up() const noexcept {
+    rte_eth_link link{};
+    return rte_eth_link_get_nowait(id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+  }
+  // Whether rx() and tx() first check that the link is up (see gated_on_link_).
+  [[nodiscard]] bool gated_on_link() const noexcept { return gated_on_link_; }
   // Free mbufs the NIC has finished sending on `queue` (so their external buffers can be reused).
   void tx_done_cleanup(uint16_t queue) const noexcept { (void)rte_eth_tx_done_cleanup(id_, queue, 0); }
 
@@ -77,6 +86,14 @@ class EthPort {
   uint16_t queues_ = 0;
   uint16_t mtu_ = 0;
   bool tx_multi_seg_ = false;
+  // net_memif (DPDK 22.11) computes a queue's ring address from its shared-memory region before it checks
+  // that the peer is connected. While a peer connects, the control thread maps the region and only then
+  // sets the connected flag and the link: a burst that read the region unmapped and the flag set faults
+  // (seen in CI: a SEGV at the ring offset 0x4084). Its link goes up after the mapping and down before the
+  // unmapping, so a burst that first sees the link up reads a mapped region. A disconnect during a burst
+  // that has passed this check remains the PMD's own race: its window is one burst, the unmapping comes
+  // after a control-channel exchange.
+  bool gated_on_link_ = false;
   bool probed_by_us_ = false;
   bool started_ = false;
   unsigned flows_ = 0;
