@@ -1,6 +1,7 @@
 // Counter checks after an epoch (see counters_check.hpp).
 #include "counters_check.hpp"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -33,8 +34,21 @@ uint64_t provoked(engine::Drop d, const JobTally& t) {
   }
 }
 
+// Drops the engine decides under load, not the schedule: advance_pending (a chunk's advance waits for a free
+// result buffer), and handoff_share_full (a misdirected frame finds its job's share of the hand-off ring to
+// the owning lcore full: that lcore was off its CPU for tens of ms on this shared machine, seen at 81 ms).
+// The schedule resends both; the frames it sent count for at most what the server saw.
+bool engine_decides(engine::Drop d) {
+  return d == engine::Drop::advance_pending || d == engine::Drop::handoff_share_full;
+}
+
 void check_job(const engine::JobCounters& c, const JobRun& j, Mismatches& m) {
   const std::string p = "job [" + std::to_string(j.index) + "] ";
+  // Frames shed before the owning lcore counted them (their flags, their kind).
+  const uint64_t shed = c.drops[static_cast<size_t>(engine::Drop::handoff_share_full)];
+  const auto at_most = [&](const std::string& what, uint64_t server, uint64_t scheduled) {
+    m.within(what, server, scheduled - std::min(scheduled, shed), scheduled);
+  };
   const JobTally& t = j.tally;
   uint64_t segments = 0;
   for (const auto& ci : j.layout.chunks()) segments += ci.segments;
@@ -47,15 +61,15 @@ void check_job(const engine::JobCounters& c, const JobRun& j, Mismatches& m) {
   const auto& e = t.errors_by_status;
   // advance_pending: pushes the server dropped without an answer while a chunk's advance waited for a
   // free result buffer (the schedule resends them); the engine decides those, not the schedule.
-  const uint64_t deferred_drops = c.drops[static_cast<size_t>(engine::Drop::advance_pending)];
+  const uint64_t deferred_drops = c.drops[static_cast<size_t>(engine::Drop::advance_pending)] + shed;
   const uint64_t refused = e[static_cast<size_t>(proto::Status::round_behind)] +
                            e[static_cast<size_t>(proto::Status::round_ahead)] +
                            e[static_cast<size_t>(proto::Status::not_initialized)] + deferred_drops;
   m.within(p + "pushes + duplicates", c.pushes + c.duplicates, t.push_packets - std::min(t.push_packets, refused),
            t.push_packets);
-  m.equal(p + "retransmits_seen", c.retransmits_seen, t.retransmit_flags);
-  m.equal(p + "rerequests", c.rerequests, t.rerequests);
-  m.equal(p + "pulls", c.pulls, t.pulls);
+  at_most(p + "retransmits_seen", c.retransmits_seen, t.retransmit_flags);
+  at_most(p + "rerequests", c.rerequests, t.rerequests);
+  at_most(p + "pulls", c.pulls, t.pulls);
   if (j.ps()) m.within(p + "inits (before the first update)", c.inits, segments, t.init_packets);
   m.equal(p + "results_sent (every one received)", c.results_sent, t.results);
   m.equal(p + "errors_sent (every one received)", c.errors_sent, t.errors);
@@ -71,10 +85,10 @@ void check_job(const engine::JobCounters& c, const JobRun& j, Mismatches& m) {
   // received; no other drop of the job.
   for (size_t d = 0; d < engine::kDropCount; ++d) {
     const auto drop = static_cast<engine::Drop>(d);
-    if (drop == engine::Drop::advance_pending) continue;  // above
+    if (engine_decides(drop)) continue;  // above
     m.equal(p + "drop " + std::string(engine::drop_name(drop)), c.drops[d], provoked(drop, t));
   }
-  if (deferred_drops != 0 && c.advances_deferred == 0) {
+  if (deferred_drops != shed && c.advances_deferred == 0) {
     m.equal(p + "advances_deferred (advance_pending drops without a deferred advance)", c.advances_deferred, 1);
   }
 }
@@ -91,7 +105,7 @@ void check_counters(const engine::Engine& engine, const std::vector<std::unique_
     const auto drop = static_cast<engine::Drop>(d);
     uint64_t expected = 0;
     for (const auto& j : jobs) {
-      expected += drop == engine::Drop::advance_pending ? t.jobs[j->index].drops[d] : provoked(drop, j->tally);
+      expected += engine_decides(drop) ? t.jobs[j->index].drops[d] : provoked(drop, j->tally);
     }
     m.equal("drop " + std::string(engine::drop_name(drop)), t.lcores.drops[d], expected);
   }
@@ -99,8 +113,10 @@ void check_counters(const engine::Engine& engine, const std::vector<std::unique_
     m.equal("malformed " + std::string(proto::parse_error_name(static_cast<proto::ParseError>(p))),
             t.lcores.malformed[p], 0);
   }
-  m.equal("redirected_out (frames sent to a non-owning lcore)", t.lcores.redirected_out, tally.misdirected);
-  m.equal("redirected_in", t.lcores.redirected_in, tally.misdirected);
+  const uint64_t shed = t.lcores.drops[static_cast<size_t>(engine::Drop::handoff_share_full)];
+  const uint64_t handed = tally.misdirected - std::min(tally.misdirected, shed);
+  m.within("redirected_out (frames sent to a non-owning lcore)", t.lcores.redirected_out, handed, handed);
+  m.within("redirected_in", t.lcores.redirected_in, handed, handed);
   if (const std::string text = m.text(); !text.empty()) {
     throw Failure("the server's counters disagree with the schedule:" + text + "\n  all counters:\n" +
                   engine.format_counters());
