@@ -56,12 +56,13 @@ std::string usage() {
   return "usage: phub-demo-worker --job NAME|ID --rank R (--rounds N | --seconds S) [--config FILE]\n"
          "  [--server IP[,IP]] [--secret S] [--timeout-ms N] [--window PACKETS] [--delay-target-us N] [--rto-min-us N] [--bind IP] [--bind-port N] [--sync]\n"
          "  [--drop-ppm N] [--rx-drop-ppm N] [--dup-ppm N] [--reorder-ppm N] [--seed N] [--no-gso] [--no-gro] [--crc]\n"
-         "  [--fresh-weights]\n"
+         "  [--fresh-weights] [--round-times FILE]\n"
          "Plays one rank of a job of the phub config (default: the embedded config/phub.lua), verifies every\n"
          "result element against values computed independently, and prints one summary line.\n"
          "--seconds works in allreduce mode (the ranks agree on when to stop through the results). Rank 0 restarts\n"
          "the job (a new epoch); in ps mode the server keeps the weights of an earlier run unless rank 0 says\n"
-         "--fresh-weights (results are verified from this run's own initial weights, so a rerun needs it).\n";
+         "--fresh-weights (results are verified from this run's own initial weights, so a rerun needs it).\n"
+         "--round-times writes one line per allreduce round: its start and end, CLOCK_MONOTONIC nanoseconds.\n";
 }
 
 Expected<Args, std::string> parse_args(int argc, char** argv) {
@@ -73,7 +74,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
       {"--timeout-ms", &a.timeout_ms}, {"--window", &a.window}, {"--delay-target-us", &a.delay_target_us}, {"--rto-min-us", &a.rto_min_us},
       {"--drop-ppm", &a.drop_ppm}, {"--rx-drop-ppm", &a.rx_drop_ppm}, {"--dup-ppm", &a.dup_ppm},
       {"--reorder-ppm", &a.reorder_ppm}, {"--seed", &a.seed}, {"--no-gso", &a.no_gso}, {"--no-gro", &a.no_gro},
-      {"--crc", &a.crc}, {"--sync", &a.sync}, {"--fresh-weights", &a.fresh_weights},
+      {"--crc", &a.crc}, {"--sync", &a.sync}, {"--fresh-weights", &a.fresh_weights}, {"--round-times", &a.round_times},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
@@ -111,6 +112,7 @@ Expected<DemoJob, std::string> load_job(const Args& a) {
   if (d.job.mode == config::JobMode::ps && a.seconds != 0) {
     return unexpected("--seconds needs an allreduce job (ps results are weights: use --rounds)");
   }
+  if (d.job.mode == config::JobMode::ps && !a.round_times.empty()) return unexpected("--round-times needs an allreduce job");
   if (static_cast<uint32_t>(a.rank) >= d.job.workers) {
     return unexpected("rank " + std::to_string(a.rank) + " is outside the job's " + std::to_string(d.job.workers) + " workers");
   }

@@ -31,6 +31,7 @@ struct Args {
   bool fresh_weights = false;  // rank 0 of a ps job: the restart of the job forgets the server's weights
   std::string bind;
   uint32_t bind_port = 0;  // 0: any
+  std::string round_times;  // allreduce: a file to write each round's start and end (CLOCK_MONOTONIC ns) to
 };
 
 [[nodiscard]] Expected<Args, std::string> parse_args(int argc, char** argv);

@@ -2,10 +2,13 @@
 // element verified against independently computed values; prints one summary line, exits non-zero on any
 // mismatch or error.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "job.hpp"
@@ -18,6 +21,7 @@ namespace {
 struct Outcome {
   uint64_t rounds = 0;
   std::vector<double> round_ms;  // allreduce: each round's time, its keys' operations
+  std::vector<std::pair<int64_t, int64_t>> round_spans_ns;  // allreduce: each round's start and end (steady clock)
   uint64_t mismatches = 0;
   int status = PHUB_OK;
   std::string error;
@@ -62,6 +66,15 @@ void write_vote(Dtype d, std::byte* buf, bool stop) {
   narrow(d, std::span<const float>(&v, 1), buf);
 }
 
+// One line per round: its start and end in nanoseconds of the steady clock (CLOCK_MONOTONIC, shared by every
+// process on the machine, so a test can line rounds up with its own events).
+bool write_round_times(const std::string& path, const std::vector<std::pair<int64_t, int64_t>>& spans) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  for (const auto& [start, end] : spans) std::fprintf(f, "%" PRId64 " %" PRId64 "\n", start, end);
+  return std::fclose(f) == 0;
+}
+
 Outcome run_allreduce(phub_client* c, const DemoJob& j, const Args& a, Keys& keys) {
   Outcome o;
   const Dtype d = j.job.dtype;
@@ -80,7 +93,10 @@ Outcome run_allreduce(phub_client* c, const DemoJob& j, const Args& a, Keys& key
         [&](size_t k, phub_request** r) { return phub_allreduce_async(c, static_cast<uint32_t>(k), keys.bufs[k].data(), r); },
         [&](size_t k) { return phub_allreduce(c, static_cast<uint32_t>(k), keys.bufs[k].data()); }, o.error);
     if (o.status != PHUB_OK) return o;
-    o.round_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - round_start).count());
+    const auto round_end = Clock::now();
+    o.round_ms.push_back(std::chrono::duration<double, std::milli>(round_end - round_start).count());
+    o.round_spans_ns.emplace_back(std::chrono::nanoseconds(round_start.time_since_epoch()).count(),
+                                  std::chrono::nanoseconds(round_end.time_since_epoch()).count());
     const uint64_t skip = a.seconds > 0 ? 0 : UINT64_MAX;
     for (size_t k = 0; k < keys.bufs.size(); ++k) {
       o.mismatches += count_allreduce_mismatches(d, workers, mean, round, static_cast<uint32_t>(k), keys.bufs[k].data(),
@@ -174,6 +190,10 @@ int run(int argc, char** argv) {
   (void)phub_get_stats(c, &st);
   (void)phub_close(c);
 
+  if (!args->round_times.empty() && !write_round_times(args->round_times, o.round_spans_ns)) {
+    std::fprintf(stderr, "phub-demo-worker: cannot write %s: %s\n", args->round_times.c_str(), std::strerror(errno));
+    return 2;
+  }
   const bool good = o.status == PHUB_OK && o.mismatches == 0;
   // The median round: what a round takes when no retransmit timeout falls into it.
   double median_ms = 0;
