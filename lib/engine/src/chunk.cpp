@@ -131,6 +131,7 @@ void clear_round_state(const JobMath& m, Chunk& c) noexcept {
   c.forward_due_tsc = 0;
   c.forward_backoff_tsc = 0;
   c.forward_sent_tsc = 0;
+  c.forward_samples = 0;
   std::memset(c.bits, 0, static_cast<size_t>(c.segments) * m.bitmap_words * sizeof(uint64_t));
   std::memset(c.counts, 0, static_cast<size_t>(c.segments) * sizeof(uint16_t));
   if (c.done != nullptr) std::memset(c.done, 0, (c.segments + 63) / 64 * sizeof(uint64_t));

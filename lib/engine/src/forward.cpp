@@ -158,6 +158,7 @@ void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t s
     c.forward_backoff_tsc = lj.hub_resend[c.home].rto();
     c.forward_due_tsc = now_tsc_ + c.forward_backoff_tsc;
     c.forward_sent_tsc = retransmit ? 0 : now_tsc_;
+    c.forward_samples = lj.hub_resend[c.home].samples();
   }
 }
 
@@ -213,7 +214,7 @@ void Lcore::resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_
   }
   // Timed out: no sample from this wait, and the next one (and the timer, until its next sample) twice as long.
   c.forward_sent_tsc = 0;
-  c.forward_backoff_tsc = lj.hub_resend[c.home].timed_out(c.forward_backoff_tsc);
+  c.forward_backoff_tsc = lj.hub_resend[c.home].timed_out(c.forward_backoff_tsc, c.forward_samples);
   c.forward_due_tsc = now + c.forward_backoff_tsc;
   publish_resend_timer(lj, c.home);
 }

@@ -56,26 +56,26 @@ TEST(ResendTimer, ATimeoutDoublesTheWaitUpToMaxAndTheRtoWithIt) {
   ResendTimer t(kLimits);
   t.sample(50);  // rto 50 + 4*25 = 150
   ASSERT_EQ(t.rto(), 150u);
-  EXPECT_EQ(t.timed_out(150), 300u);
+  EXPECT_EQ(t.timed_out(150, t.samples()), 300u);
   EXPECT_EQ(t.rto(), 300u);
-  EXPECT_EQ(t.timed_out(300), 600u);
-  EXPECT_EQ(t.timed_out(600), 1000u) << "capped";
-  EXPECT_EQ(t.timed_out(1000), 1000u);
+  EXPECT_EQ(t.timed_out(300, t.samples()), 600u);
+  EXPECT_EQ(t.timed_out(600, t.samples()), 1000u) << "capped";
+  EXPECT_EQ(t.timed_out(1000, t.samples()), 1000u);
   EXPECT_EQ(t.rto(), 1000u);
 }
 
 TEST(ResendTimer, WaitsTimingOutTogetherDoubleTheRtoOnce) {
   ResendTimer t(kLimits);
   t.sample(50);
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(t.timed_out(150), 300u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(t.timed_out(150, t.samples()), 300u);
   EXPECT_EQ(t.rto(), 300u);
 }
 
 TEST(ResendTimer, AFreshSampleEndsTheBackoff) {
   ResendTimer t(kLimits);
   t.sample(50);
-  (void)t.timed_out(150);
-  (void)t.timed_out(300);
+  (void)t.timed_out(150, t.samples());
+  (void)t.timed_out(300, t.samples());
   ASSERT_EQ(t.rto(), 600u);
   t.sample(50);  // srtt 50, rttvar (3*25 + 0)/4 = 18
   EXPECT_EQ(t.rto(), 50u + 4 * 18u);
@@ -84,10 +84,26 @@ TEST(ResendTimer, AFreshSampleEndsTheBackoff) {
 TEST(ResendTimer, WithoutSamplesABackedOffRtoStays) {
   // Karn's rule gives no sample while every wait is resent: the timer must not fall back to a short RTO.
   ResendTimer t(kLimits);
-  (void)t.timed_out(t.rto());
+  (void)t.timed_out(t.rto(), t.samples());
   EXPECT_EQ(t.rto(), 200u);
-  (void)t.timed_out(100);  // an older, shorter wait timing out later lowers nothing
+  (void)t.timed_out(100, t.samples());  // an older, shorter wait timing out later lowers nothing
   EXPECT_EQ(t.rto(), 200u);
+}
+
+TEST(ResendTimer, AWaitBegunBeforeAFreshSampleBacksOffAloneAndLeavesTheRto) {
+  // A wait that began at a backed-off RTO times out after the peer answered other waits: its own next wait
+  // doubles, the RTO that new waits start from stays the fresh estimate.
+  ResendTimer t(kLimits);
+  t.sample(50);
+  (void)t.timed_out(150, t.samples());
+  ASSERT_EQ(t.rto(), 300u);
+  const uint64_t began = t.samples();  // a wait begins at RTO 300
+  t.sample(50);                        // another wait is answered: srtt 50, rttvar 18
+  ASSERT_EQ(t.rto(), 50u + 4 * 18u);
+  EXPECT_EQ(t.timed_out(300, began), 600u) << "its own next wait doubles";
+  EXPECT_EQ(t.rto(), 50u + 4 * 18u) << "new waits start from the fresh estimate";
+  EXPECT_EQ(t.timed_out(t.rto(), t.samples()), 2 * (50u + 4 * 18u)) << "a wait begun after the sample backs off";
+  EXPECT_EQ(t.rto(), 2 * (50u + 4 * 18u));
 }
 
 }  // namespace

@@ -77,6 +77,7 @@ struct Chunk {
   uint64_t forward_due_tsc = 0;      // rack hub: when the pieces still unanswered are sent again (0: none)
   uint64_t forward_backoff_tsc = 0;  // rack hub: the wait before that resend, doubled after each one
   uint64_t forward_sent_tsc = 0;     // rack hub: this wait's first partial went out (0: none, or resent)
+  uint64_t forward_samples = 0;      // rack hub: the home's resend timer's samples() when this wait began
   uint64_t weights_asked_tsc = 0;    // ps rack hub: when it last asked the home for the chunk's weights
 
   float* acc = nullptr;        // elems fp32: the running sum (null where it is kept in out[cur], see sums_in_result)

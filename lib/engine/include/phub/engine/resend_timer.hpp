@@ -31,15 +31,23 @@ class ResendTimer {
       srtt_ = std::max<uint64_t>((7 * srtt_ + rtt) / 8, 1);
     }
     rto_ = std::clamp(srtt_ + std::max(limits_.min, 4 * rttvar_), limits_.min, limits_.max);
+    ++samples_;
   }
 
   // A wait of `waited` ended without an answer: the next wait is twice as long (up to max), and so is the
   // RTO until the next sample. Several waits that began at the same RTO and time out together double it once.
-  [[nodiscard]] uint64_t timed_out(uint64_t waited) noexcept {
+  // `samples_at_start` is samples() when the wait began: if the peer has answered other waits since (fresh
+  // samples), this wait's timeout is its own (a lost partial or result, or a home still waiting for another
+  // rack), not a silent peer. Its own next wait still doubles, but the RTO keeps the fresh estimate that new
+  // waits start from: a long wait begun at a backed-off RTO must not pin every later wait at it (seen: RTO
+  // 2 s with a 15 ms round trip, so each later loss cost 2-4 s and workers' operations timed out).
+  [[nodiscard]] uint64_t timed_out(uint64_t waited, uint64_t samples_at_start) noexcept {
     const uint64_t next = backed_off(waited);
-    rto_ = std::max(rto_, next);
+    if (samples_at_start == samples_) rto_ = std::max(rto_, next);
     return next;
   }
+  // Samples taken so far (a wait notes it when it begins).
+  [[nodiscard]] uint64_t samples() const noexcept { return samples_; }
 
   [[nodiscard]] uint64_t backed_off(uint64_t waited) const noexcept {
     return waited >= limits_.max / 2 ? limits_.max : std::max(2 * waited, limits_.min);
@@ -53,6 +61,7 @@ class ResendTimer {
   uint64_t srtt_ = 0;
   uint64_t rttvar_ = 0;
   uint64_t rto_;
+  uint64_t samples_ = 0;
 };
 
 }  // namespace phub::engine
