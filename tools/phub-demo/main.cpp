@@ -20,8 +20,8 @@ namespace {
 
 struct Outcome {
   uint64_t rounds = 0;
-  std::vector<double> round_ms;  // allreduce: each round's time, its keys' operations
-  std::vector<std::pair<int64_t, int64_t>> round_spans_ns;  // allreduce: each round's start and end (steady clock)
+  // allreduce: each round's start and end (steady clock), its keys' operations
+  std::vector<std::pair<int64_t, int64_t>> round_spans_ns;
   uint64_t mismatches = 0;
   int status = PHUB_OK;
   std::string error;
@@ -93,10 +93,8 @@ Outcome run_allreduce(phub_client* c, const DemoJob& j, const Args& a, Keys& key
         [&](size_t k, phub_request** r) { return phub_allreduce_async(c, static_cast<uint32_t>(k), keys.bufs[k].data(), r); },
         [&](size_t k) { return phub_allreduce(c, static_cast<uint32_t>(k), keys.bufs[k].data()); }, o.error);
     if (o.status != PHUB_OK) return o;
-    const auto round_end = Clock::now();
-    o.round_ms.push_back(std::chrono::duration<double, std::milli>(round_end - round_start).count());
     o.round_spans_ns.emplace_back(std::chrono::nanoseconds(round_start.time_since_epoch()).count(),
-                                  std::chrono::nanoseconds(round_end.time_since_epoch()).count());
+                                  std::chrono::nanoseconds(Clock::now().time_since_epoch()).count());
     const uint64_t skip = a.seconds > 0 ? 0 : UINT64_MAX;
     for (size_t k = 0; k < keys.bufs.size(); ++k) {
       o.mismatches += count_allreduce_mismatches(d, workers, mean, round, static_cast<uint32_t>(k), keys.bufs[k].data(),
@@ -197,10 +195,12 @@ int run(int argc, char** argv) {
   const bool good = o.status == PHUB_OK && o.mismatches == 0;
   // The median round: what a round takes when no retransmit timeout falls into it.
   double median_ms = 0;
-  if (!o.round_ms.empty()) {
-    auto mid = o.round_ms.begin() + static_cast<std::ptrdiff_t>(o.round_ms.size() / 2);
-    std::nth_element(o.round_ms.begin(), mid, o.round_ms.end());
-    median_ms = *mid;
+  if (!o.round_spans_ns.empty()) {
+    std::vector<int64_t> round_ns;
+    for (const auto& [first_ns, last_ns] : o.round_spans_ns) round_ns.push_back(last_ns - first_ns);
+    auto mid = round_ns.begin() + static_cast<std::ptrdiff_t>(round_ns.size() / 2);
+    std::nth_element(round_ns.begin(), mid, round_ns.end());
+    median_ms = static_cast<double>(*mid) / 1e6;
   }
   const double reduced = static_cast<double>(o.rounds) * static_cast<double>(keys.total_bytes);
   std::printf("phub-demo-worker job=%s rank=%d mode=%s dtype=%s rounds=%" PRIu64 " bytes_per_round=%" PRIu64
