@@ -146,7 +146,7 @@ std::shared_ptr<Snapshot> Engine::build_snapshot(std::shared_ptr<const config::C
     const uint32_t w = plans[j]->math.workers;
     for (const auto& lj : runtimes[j]->lcores) {
       __atomic_store_n(&lj->handoff_share_slots, job_share_slots(ring_slots, w, workers_total), __ATOMIC_RELAXED);
-      __atomic_store_n(&lj->tx_share_packets, job_share_slots(TxBuffer::kCapacity, w, workers_total), __ATOMIC_RELAXED);
+      __atomic_store_n(&lj->tx_share_packets, tx_guarantee_slots(TxBuffer::kCapacity, w, workers_total), __ATOMIC_RELAXED);
     }
   }
   s->jobs = std::move(plans);

@@ -19,7 +19,7 @@ constexpr uint64_t kTxDrainUs = 50;  // longest a result waits in a TX buffer wh
 }  // namespace
 
 Lcore::Lcore(LcoreResources r) : r_(std::move(r)), tx_(r_.ports.size()), answers_(r_.ports.size()) {
-  for (size_t p = 0; p < r_.ports.size(); ++p) tx_[p].bind(r_.ports[p], r_.index);
+  for (size_t p = 0; p < r_.ports.size(); ++p) tx_[p].bind(r_.ports[p], r_.index, &tx_pool_lent_);
 }
 
 std::string Lcore::describe(const Snapshot& s) const {

@@ -190,7 +190,7 @@ uint64_t LcoreJob::transmits_in_flight() const noexcept {
   }
   // Every chunk holds one reference to each of its two buffers. Replies that point at no result buffer
   // (errors, joined) but wait in a transmit buffer count too: the buffer's slot names this LcoreJob.
-  return refs - 2ull * chunk_count_ + load(tx_held);
+  return refs - 2ull * chunk_count_ + load(tx_hold.packets);
 }
 
 }  // namespace phub::engine

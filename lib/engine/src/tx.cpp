@@ -12,14 +12,19 @@
 namespace phub::engine {
 
 bool Lcore::queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept {
-  // A job's replies may fill no more than its share of the transmit buffers: a flood's answers are
-  // dropped against the job that provoked them, and the other jobs' replies always find room.
-  if (load(lj.tx_held) >= __atomic_load_n(&lj.tx_share_packets, __ATOMIC_RELAXED)) {
+  // A job's replies fill its guarantee of the transmit buffers, then borrow from the pool while it has room
+  // (tenant_shares.hpp): a flood's answers are dropped against the job that provoked them, and the other
+  // jobs' replies always find their guarantees.
+  constexpr uint32_t kPool = tx_pool_slots(TxBuffer::kCapacity);
+  constexpr uint32_t kBorrowLimit = tx_borrow_limit_slots(TxBuffer::kCapacity);
+  const TxAdmit admit =
+      admit_tx(lj.tx_hold, __atomic_load_n(&lj.tx_share_packets, __ATOMIC_RELAXED), tx_pool_lent_, kPool, kBorrowLimit);
+  if (admit == TxAdmit::refused) {
     rte_pktmbuf_free(m);
     count_drop(lj, Drop::tx_share_full);
     return false;
   }
-  tx_[port].add(m, counters_, &lj.tx_held);
+  tx_[port].add(m, counters_, &lj.tx_hold, admit == TxAdmit::borrowed);
   return true;
 }
 

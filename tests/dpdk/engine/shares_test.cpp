@@ -68,6 +68,25 @@ TEST(Shares, SplitTheSlotsByWorkersAndNeverAddUpToMoreThanTheWhole) {
   EXPECT_EQ(engine::handoff_ring_slots(64), 63u);
 }
 
+TEST(Shares, ATransmitGuaranteeIsAlwaysAdmittedAndBorrowingStopsAtThePoolOrTheJobsLimit) {
+  using engine::TxAdmit;
+  using engine::TxHold;
+  EXPECT_EQ(engine::tx_pool_slots(2048), 1024u);
+  EXPECT_EQ(engine::tx_borrow_limit_slots(2048), 512u);
+  EXPECT_EQ(engine::tx_guarantee_slots(2048, 1, 16), 64u) << "a share of the half that is not the pool";
+  EXPECT_EQ(engine::admit_tx(TxHold{63, 0}, 64, 1024, 1024, 512), TxAdmit::own) << "the guarantee, pool empty or not";
+  EXPECT_EQ(engine::admit_tx(TxHold{64, 0}, 64, 0, 1024, 512), TxAdmit::borrowed);
+  EXPECT_EQ(engine::admit_tx(TxHold{575, 511}, 64, 1023, 1024, 512), TxAdmit::borrowed);
+  EXPECT_EQ(engine::admit_tx(TxHold{64, 0}, 64, 1024, 1024, 512), TxAdmit::refused) << "the pool is lent out";
+  EXPECT_EQ(engine::admit_tx(TxHold{576, 512}, 64, 512, 1024, 512), TxAdmit::refused) << "the job's limit";
+  EXPECT_EQ(engine::admit_tx(TxHold{30, 30}, 64, 1024, 1024, 512), TxAdmit::own)
+      << "borrowed packets still waiting do not use up the guarantee's admission";
+  // Every job at its guarantee plus the pool never exceeds the buffer.
+  uint64_t guaranteed = 0;
+  for (uint32_t w : {1u, 15u, 3u, 64u}) guaranteed += engine::tx_guarantee_slots(2048, w, 83);
+  EXPECT_LE(guaranteed + engine::tx_pool_slots(2048), 2048u);
+}
+
 // Job A (2 workers) floods rank 0's push with valid headers (its own secret, or none) into lcore 0's queue
 // for a chunk lcore 1 owns: every frame goes through the hand-off ring, where A holds at most 2 of the 63
 // slots (B, 61 workers, holds up to 61). The round never completes, so A's copies are duplicates: no answer. B's 61 ranks push their round on the same queue, between A's frames,
@@ -130,9 +149,21 @@ void flood_the_ring(bool with_secret) {
 TEST(Shares, AFloodThroughTheHandOffRingIsDroppedAgainstItsJobAlone) { flood_the_ring(true); }
 TEST(Shares, AFloodOfAnInsecureJobThroughTheHandOffRingIsDroppedAgainstItsJobAlone) { flood_the_ring(false); }
 
+// `count` pushes of job `a` (index 0) from rank 0 for a round far ahead, each answered with an error, and
+// wait until the server took them all.
+void flood_with_answered_pushes(Workers& w, const engine::Engine& engine, const config::Job& a, uint64_t count) {
+  for (uint64_t i = 0; i < count; ++i) w.send_frame(push_frame(w, a, 0, 0, 1000, 0, 1.0f), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (job_drops(engine, 0, Drop::round_ahead) < count && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(job_drops(engine, 0, Drop::round_ahead), count);
+}
+
 // Job A's pushes for a round far ahead are each answered with an error. The workers' side reads nothing,
-// so the link's queue (4095 frames) fills, then the lcore's transmit buffer: A may hold 1024 of its 2048
-// slots. B's round then completes and its results wait in B's share until the workers read.
+// so the link's queue (4095 frames) fills, then the lcore's transmit buffer: A may hold its guarantee of
+// 512 (half of the 1024 slots outside the pool) and borrow 512 of the pool. B's round then completes and
+// its results wait in B's guarantee until the workers read.
 TEST(Shares, AFloodOfAnsweredPushesFillsOnlyItsJobsTransmitShare) {
   RingLink link{1};
   auto a = make_job(1, 2, {352});
@@ -149,13 +180,7 @@ TEST(Shares, AFloodOfAnsweredPushesFillsOnlyItsJobsTransmitShare) {
   (void)w.layout(b, 1);
 
   constexpr uint64_t kFlood = 4095 + 1024 + 600;
-  for (uint64_t i = 0; i < kFlood; ++i) w.send_frame(push_frame(w, a, 0, 0, 1000, 0, 1.0f), 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (job_counters(*engine, 0).drops[static_cast<size_t>(Drop::round_ahead)] < kFlood &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_EQ(job_drops(*engine, 0, Drop::round_ahead), kFlood);
+  ASSERT_NO_FATAL_FAILURE(flood_with_answered_pushes(w, *engine, a, kFlood));
   EXPECT_GE(job_drops(*engine, 0, Drop::tx_share_full), kFlood - 4096 - 1024) << "A's answers past its share";
 
   w.send_frame(push_frame(w, b, 0, 0, 0, 0, 2.0f), 0);
@@ -163,6 +188,39 @@ TEST(Shares, AFloodOfAnsweredPushesFillsOnlyItsJobsTransmitShare) {
   const auto results = results_of(w, b.id, 2);
   ASSERT_EQ(results.size(), 2u) << "B's results found room";
   for (const auto& r : results) EXPECT_EQ(decode(r.payload, Dtype::fp32)[0], 5.0f);
+  EXPECT_EQ(all_job_drops(*engine, 1), 0u) << "nothing of B dropped";
+  EXPECT_EQ(engine->totals().lcores.drops[static_cast<size_t>(Drop::tx_full)], 0u);
+  engine->stop();
+}
+
+// A job's burst may be far larger than its guarantee: 1 worker of 16 is guaranteed 64 slots. While job A's
+// flood holds its guarantee and all it may borrow, B's 300 results, completed at once, borrow from what is
+// left of the pool and all reach the worker (with the slots split by workers alone, B could hold 128).
+TEST(Shares, AJobsBurstBeyondItsGuaranteeBorrowsFromThePoolBesideAFlood) {
+  RingLink link{1};
+  auto a = make_job(1, 15, {352});
+  a.secret = "alpha-secret-of-16+";
+  constexpr uint32_t kBurst = 300;
+  auto b = make_job(2, 1, std::vector<uint64_t>(kBurst, 352));
+  b.secret = "beta-secret-of-16+-";
+  auto cfg = make_config(link.server_name(), 1, {a, b});
+  auto e = engine::Engine::create(cfg);
+  ASSERT_TRUE(e) << e.error();
+  auto& engine = *e;
+  ASSERT_TRUE(engine->start());
+  Workers w(link.worker_name(), 1, *engine);
+  (void)w.layout(a, 1);
+  ASSERT_EQ(w.layout(b, 1).chunks().size(), kBurst);
+  w.prove(b, 0);
+
+  constexpr uint64_t kFlood = 4095 + 960 + 512 + 600;
+  ASSERT_NO_FATAL_FAILURE(flood_with_answered_pushes(w, *engine, a, kFlood));
+  EXPECT_GE(job_drops(*engine, 0, Drop::tx_share_full), 600u) << "A's answers past its guarantee and limit";
+
+  for (uint32_t c = 0; c < kBurst; ++c) w.send_frame(push_frame(w, b, 0, c, 0, 0, 2.0f), 0);
+  const auto results = results_of(w, b.id, kBurst);
+  ASSERT_EQ(results.size(), kBurst) << "B's burst found room";
+  for (const auto& r : results) EXPECT_EQ(decode(r.payload, Dtype::fp32)[0], 2.0f);
   EXPECT_EQ(all_job_drops(*engine, 1), 0u) << "nothing of B dropped";
   EXPECT_EQ(engine->totals().lcores.drops[static_cast<size_t>(Drop::tx_full)], 0u);
   engine->stop();

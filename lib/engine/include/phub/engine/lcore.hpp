@@ -43,6 +43,8 @@ struct LcoreResources {
 class Lcore {
  public:
   explicit Lcore(LcoreResources r);
+  Lcore(const Lcore&) = delete;  // the transmit buffers point at tx_pool_lent_
+  Lcore& operator=(const Lcore&) = delete;
 
   // The main loop; returns when *stop becomes true.
   int run() noexcept;
@@ -98,9 +100,8 @@ class Lcore {
   // handoff_share_full against the job and freed); the owner gives the slot back as it dequeues.
   void hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id) noexcept;
   void give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept;
-  // Queue a reply of the job on port `port` within the job's share of the transmit buffers (else counted
-  // tx_share_full against the job and freed).
-  // Queues m for transmit on port, or frees it and counts tx_share_full: true if queued.
+  // Queue a reply of the job on port `port` within the job's guarantee of the transmit buffers or what it
+  // may borrow (else counted tx_share_full against the job and freed): true if queued.
   bool queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept;
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
@@ -235,6 +236,7 @@ class Lcore {
   std::array<uint64_t, kGapBoundsUs.size()> gap_bounds_tsc_{};  // kGapBoundsUs in TSC cycles
   uint32_t idle_polls_ = 0;
   std::vector<TxBuffer> tx_;  // per port
+  uint64_t tx_pool_lent_ = 0;  // slots of the transmit buffers' pool that jobs borrowed (tenant_shares.hpp)
   struct AnswerBucket {
     double tokens = 0;
     uint64_t last_tsc = 0;  // 0: not used yet (starts full)

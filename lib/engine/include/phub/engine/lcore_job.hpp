@@ -19,6 +19,7 @@
 #include "phub/engine/counters.hpp"
 #include "phub/engine/job_plan.hpp"
 #include "phub/engine/resend_timer.hpp"
+#include "phub/engine/tenant_shares.hpp"
 #include "phub/engine/token_bucket.hpp"
 #include "phub/proto/frame.hpp"
 
@@ -150,8 +151,9 @@ class LcoreJob {
   std::atomic<uint32_t> handoff_held{0};
   uint32_t handoff_share_slots = 0;
   // Packets of this job waiting in this lcore's transmit buffers (written by the lcore; the control thread
-  // reads it: a retired job is freed only once it is 0), never past tx_share_packets.
-  uint64_t tx_held = 0;
+  // reads tx_hold.packets: a retired job is freed only once it is 0): its guarantee of tx_share_packets,
+  // and what it borrowed of the lcore's pool (admit_tx).
+  TxHold tx_hold;
   uint32_t tx_share_packets = 0;
 
   JobCounters counters;

@@ -1,8 +1,9 @@
 // Buffered transmit for one (port, queue): packets wait here until the next flush; what the queue
 // cannot take is kept for the next flush, and only a full buffer drops (counted). Once a packet is
 // handed to the port it belongs to the PMD (which may free or reuse it at once): everything the
-// counters need is taken when the packet is queued. A packet may name a count of waiting packets (its
-// job's, for the job's share of the slots): raised when it is queued, lowered when it leaves.
+// counters need is taken when the packet is queued. A packet may name its job's hold on the slots (for the
+// job's share, tenant_shares.hpp): raised when it is queued, lowered when it leaves; a packet borrowed from
+// the pool also counts in the pool's lent slots until it leaves.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -11,6 +12,7 @@
 
 #include "phub/drivers/eth_port.hpp"
 #include "phub/engine/counters.hpp"
+#include "phub/engine/tenant_shares.hpp"
 
 namespace phub::engine {
 
@@ -21,14 +23,17 @@ class BasicTxBuffer {
   static constexpr uint16_t kCapacity = 2048;
   static constexpr uint16_t kBurst = 32;
 
-  void bind(const Port* port, uint16_t queue) noexcept {
+  // `pool_lent`: the count of borrowed slots of every buffer of the lcore (null if none is borrowed).
+  void bind(const Port* port, uint16_t queue, uint64_t* pool_lent = nullptr) noexcept {
     port_ = port;
     queue_ = queue;
+    pool_lent_ = pool_lent;
   }
 
   // Queue a packet; flushes a burst when enough are waiting. Returns false (and frees) when full.
-  // `held`: the count of waiting packets this one belongs to (only the lcore writes it), or null.
-  bool add(rte_mbuf* m, LcoreCounters& c, uint64_t* held = nullptr) noexcept {
+  // `hold`: the job's hold this packet counts in (only the lcore writes it), or null; `borrowed`: the packet
+  // takes a slot of the pool (needs a hold and a bound pool count).
+  bool add(rte_mbuf* m, LcoreCounters& c, TxHold* hold = nullptr, bool borrowed = false) noexcept {
     if (count_ == kCapacity) {
       flush(c);
       if (count_ == kCapacity) {
@@ -40,8 +45,15 @@ class BasicTxBuffer {
     const uint16_t at = static_cast<uint16_t>((head_ + count_) % kCapacity);
     pkts_[at] = m;
     bytes_[at] = m->pkt_len;
-    held_[at] = held;
-    if (held != nullptr) bump(*held);
+    hold_[at] = hold;
+    borrowed_[at] = borrowed;
+    if (hold != nullptr) {
+      bump(hold->packets);
+      if (borrowed) {
+        ++hold->borrowed;
+        ++*pool_lent_;
+      }
+    }
     ++count_;
     if (count_ >= kBurst) flush(c);
     return true;
@@ -80,16 +92,24 @@ class BasicTxBuffer {
 
  private:
   void release(uint16_t at) noexcept {
-    if (held_[at] != nullptr) __atomic_store_n(held_[at], *held_[at] - 1, __ATOMIC_RELAXED);
+    TxHold* h = hold_[at];
+    if (h == nullptr) return;
+    __atomic_store_n(&h->packets, h->packets - 1, __ATOMIC_RELAXED);
+    if (borrowed_[at]) {
+      --h->borrowed;
+      --*pool_lent_;
+    }
   }
 
   const Port* port_ = nullptr;
   uint16_t queue_ = 0;
   uint16_t head_ = 0;
   uint16_t count_ = 0;
+  uint64_t* pool_lent_ = nullptr;
   rte_mbuf* pkts_[kCapacity];
   uint32_t bytes_[kCapacity];  // each queued packet's length, taken before the PMD owns it
-  uint64_t* held_[kCapacity];  // each queued packet's count of waiting packets, or null
+  TxHold* hold_[kCapacity];    // each queued packet's job hold, or null
+  bool borrowed_[kCapacity];   // each queued packet took a slot of the pool
 };
 
 using TxBuffer = BasicTxBuffer<drivers::EthPort>;
