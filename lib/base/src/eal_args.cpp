@@ -32,6 +32,26 @@ void add_file_prefix(std::vector<std::string>& args, std::string_view stem) {
   args.push_back("--file-prefix=" + std::string(stem) + "-" + std::to_string(getpid()));
 }
 
+std::optional<std::string> file_prefix_of(const std::vector<std::string>& args) {
+  constexpr std::string_view kFlag = "--file-prefix";
+  std::optional<std::string> prefix;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == kFlag && i + 1 < args.size()) {
+      prefix = args[++i];
+    } else if (a.starts_with(kFlag) && a.size() > kFlag.size() && a[kFlag.size()] == '=') {
+      prefix = std::string(a.substr(kFlag.size() + 1));
+    }
+  }
+  return prefix;
+}
+
+bool is_own_runtime_dir(std::string_view dir, std::string_view prefix) {
+  if (prefix.empty() || prefix == "." || prefix == ".." || prefix.find('/') != std::string_view::npos) return false;
+  return dir.size() == kDpdkRuntimeRoot.size() + 1 + prefix.size() && dir.starts_with(kDpdkRuntimeRoot) &&
+         dir[kDpdkRuntimeRoot.size()] == '/' && dir.ends_with(prefix);
+}
+
 EalArgv::EalArgv(std::string_view program, const std::vector<std::string>& args) {
   words_.reserve(args.size() + 1);
   words_.emplace_back(program);

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -197,25 +196,6 @@ std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds t
     if (!any) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   return out;
-}
-
-bool init_eal(const std::string& binary) {
-  std::vector<std::string> args = {binary,     "--no-huge", "--no-pci",
-                                   "-m",       "512",       "--file-prefix=phub-" + binary + "-" + std::to_string(getpid()),
-                                   "--lcores", "(0-2)@(0,1)", "--log-level=lib.eal:error",
-                                   "--no-telemetry"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) >= 0) return true;
-  std::fprintf(stderr, "EAL init failed\n");
-  return false;
-}
-
-void cleanup_eal() {
-  const std::string dir = rte_eal_get_runtime_dir();
-  rte_eal_cleanup();
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
 }
 
 float gradient(uint16_t rank, uint32_t round, uint32_t chunk, uint32_t elem) {

@@ -23,12 +23,6 @@ namespace phub::test {
 
 inline constexpr uint32_t kServerIp = 0xc6120001;  // 198.18.0.1
 
-// One EAL per test binary: --no-huge --no-pci, a file prefix of `binary` and the process id, lcores 0-2 on
-// the two CPUs. False (with a message on stderr) if it fails.
-[[nodiscard]] bool init_eal(const std::string& binary);
-// rte_eal_cleanup, and the EAL's runtime directory removed (its files stay in /var/run otherwise).
-void cleanup_eal();
-
 // Two ethdev ports joined by rings: what one sends on queue q, the other receives on queue q.
 class RingLink {
  public:

@@ -1,10 +1,14 @@
-// The stress binary: its own arguments (options.hpp), one EAL for the whole run (init_eal), the gtest case.
+// The stress binary: its own arguments (options.hpp), one EAL for the whole run (--no-huge --no-pci, a file
+// prefix of its own, lcores 0-2 on the two CPUs), the gtest case.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
-#include "harness.hpp"
 #include "options.hpp"
+#include "phub/base/eal_args.hpp"
+#include "phub/drivers/eal.hpp"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
@@ -14,8 +18,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   phub::stress::options() = *parsed;
-  if (!phub::test::init_eal("test-dpdk-stress")) return 1;
-  const int rc = RUN_ALL_TESTS();
-  phub::test::cleanup_eal();
-  return rc;
+  std::vector<std::string> eal_args = {"--no-huge", "--no-pci", "-m", "512", "--lcores", "(0-2)@(0,1)",
+                                       "--log-level=lib.eal:error", "--no-telemetry"};
+  phub::add_file_prefix(eal_args, "phub-test-dpdk-stress");
+  auto eal = phub::drivers::Eal::start("test-dpdk-stress", eal_args);
+  if (!eal) {
+    std::fprintf(stderr, "%s\n", eal.error().c_str());
+    return 1;
+  }
+  return RUN_ALL_TESTS();  // the EAL is cleaned up (its runtime directory removed) as `eal` goes
 }

@@ -8,7 +8,8 @@ Topology (198.18.0.0/24 only; nothing is reachable from the root namespace):
 Links can be shaped with tbf (worker links both ways, the bridge -> server direction). Worker-side UDP
 segmentation offload is switched off: an af_packet server cannot take UDP GSO super-packets from a veth.
 Everything is removed by down(), also on failure, SIGINT or SIGTERM (use it as a context manager): processes,
-namespaces, the EAL runtime directory /var/run/dpdk/<prefix> and the temporary directory.
+namespaces, the temporary directory, and the EAL runtime directory /var/run/dpdk/<file prefix> of every
+file prefix a config made here named (a server that exits removes its own; one killed with SIGKILL cannot).
 Used by tests/system/client, tests/system/training and tools/bench/ddp.
 """
 import os
@@ -29,6 +30,23 @@ def sh(*argv, check=True, capture=False, timeout=30):
     if check and r.returncode != 0:
         raise RuntimeError("command failed (%d): %s\n%s" % (r.returncode, " ".join(argv), r.stderr.strip()))
     return r.stdout if capture else r.returncode
+
+
+DPDK_RUNTIME = "/var/run/dpdk"  # a root process's EAL runtime directories: <this>/<file prefix>
+
+
+def remove_runtime_dir(prefix):
+    """Removes DPDK_RUNTIME/<prefix>, the runtime directory of an EAL started with --file-prefix `prefix` that
+    could not remove it itself (killed with SIGKILL). Only for a prefix the caller made; the prefix must be one
+    plain path component, and a symbolic link in the directory's place is left alone (rmtree never follows
+    links: those inside go as links). True if the directory is gone."""
+    if not prefix or prefix in (".", "..") or "/" in prefix:
+        raise ValueError("not an EAL file prefix: %r" % prefix)
+    path = os.path.join(DPDK_RUNTIME, prefix)
+    if os.path.islink(path):
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return not os.path.lexists(path)
 
 
 def _interrupt(*_):
@@ -89,6 +107,7 @@ class Net:
         # is the EAL's --lcores value instead (e.g. "0@0,1@1": each lcore on a CPU of its own).
         self.server_cpus, self.worker_cpus, self.lcore_map = server_cpus, worker_cpus, lcore_map
         self.namespaces, self.procs = [], []
+        self.eal_prefixes = set()  # every --file-prefix a config made here names (down() removes their directories)
         self.server = None
         self.tmp = tempfile.mkdtemp(prefix=self.prefix + "-")
         self.server_log = os.path.join(self.tmp, "server.log")
@@ -177,8 +196,10 @@ class Net:
             if pids:
                 subprocess.run(["kill", "-KILL"] + pids, stderr=subprocess.DEVNULL, check=False)
             sh("ip", "netns", "del", ns, check=False)
-        # What the server leaves: its EAL runtime directory (DPDK never removes it) and the config and logs.
-        shutil.rmtree(os.path.join("/var/run/dpdk", self.prefix), ignore_errors=True)
+        # What a server killed here leaves: its EAL runtime directory (one that exits removes its own), and
+        # what every server leaves: the config and logs.
+        for prefix in sorted(self.eal_prefixes):
+            remove_runtime_dir(prefix)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     # -- server ------------------------------------------------------------------------------------
@@ -187,8 +208,10 @@ class Net:
         """The server's config; settings = {table: {key: value}} overrides keys of timeouts, limits, control.
         server_ip, file_prefix (EAL) and socket_path (control) default to those of the one server made here."""
         lcore_map = self.lcore_map or "(0-%d)@(%s)" % (self.lcores, self.server_cpus)
+        eal_prefix = file_prefix or self.prefix
+        self.eal_prefixes.add(eal_prefix)
         eal = ("--no-huge --no-pci -m %d --file-prefix %s --lcores %s --log-level lib.eal:warning"
-               % (self.memory_mb, file_prefix or self.prefix, lcore_map))
+               % (self.memory_mb, eal_prefix, lcore_map))
         cfg = dict(
             eal_args=eal,
             ports=[dict(name="p0", device=self.af_packet_device(), ipv4=server_ip + "/24", mtu=self.mtu, rx_desc=1024,

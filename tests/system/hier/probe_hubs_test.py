@@ -33,7 +33,6 @@ Usage: probe_hubs_test.py --build BUILD_DIR.
 """
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -200,8 +199,8 @@ def main():
                     if os.path.exists(path):
                         print("%s log tail:\n%s" % (name, open(path).read()[-3000:]), flush=True)
             net.down()
-            for p in eal_prefixes:  # the EAL runtime directories of the hubs and the flat server
-                shutil.rmtree(os.path.join("/var/run/dpdk", p), ignore_errors=True)
+            for p in eal_prefixes:  # the runtime directories of a hub or flat server that had to be killed
+                phubnet.remove_runtime_dir(p)
     leaks = tb.leaks()
     check("nothing left (namespaces, processes, root nftables tables): %s" % leaks, not any(leaks.values()))
     return check.summary()

@@ -27,7 +27,6 @@ Usage: shard_test.py --build BUILD_DIR   (root; removes namespaces, processes an
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -106,13 +105,6 @@ class ShardNet(phubnet.Net):
         super().up()
         for k in range(1, self.servers):
             self.add_server_namespace(self.ns_shard(k), "sv%d" % k)
-
-    def down(self):
-        try:
-            super().down()
-        finally:
-            for k in range(1, self.servers):
-                shutil.rmtree(os.path.join("/var/run/dpdk", self.eal_prefix(k)), ignore_errors=True)
 
     def start(self, count, lcores, jobs_of):
         """Servers 0 .. count-1 with `lcores` lcores each; server k serves jobs_of(k)."""

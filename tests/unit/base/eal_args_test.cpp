@@ -1,8 +1,10 @@
-// EAL arguments (phub/base/eal_args.hpp): splitting, joining, a distinct --file-prefix, argc/argv.
+// EAL arguments (phub/base/eal_args.hpp): splitting, joining, a distinct --file-prefix, finding it, the
+// runtime directory a process may remove, argc/argv.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,29 @@ TEST(EalArgs, AddsAFilePrefixOfThisProcessUnlessOneIsGiven) {
   Args c{"--file-prefix=mine"};
   add_file_prefix(c, "phub-test");
   EXPECT_EQ(c, Args{"--file-prefix=mine"});
+}
+
+TEST(EalArgs, FindsTheFilePrefixInEitherFormTheLastOneWinning) {
+  EXPECT_EQ(file_prefix_of({"--no-huge", "--file-prefix", "p1", "-m", "128"}), "p1");
+  EXPECT_EQ(file_prefix_of({"--file-prefix=p2"}), "p2");
+  EXPECT_EQ(file_prefix_of({"--file-prefix=p1", "--file-prefix", "p3"}), "p3");
+  EXPECT_EQ(file_prefix_of({"--no-huge", "-m", "128"}), std::nullopt);
+  EXPECT_EQ(file_prefix_of({"--file-prefix"}), std::nullopt);  // no value: the EAL refuses it
+  EXPECT_EQ(file_prefix_of({"--file-prefixes=x"}), std::nullopt);
+}
+
+TEST(EalArgs, OwnRuntimeDirIsExactlyTheRootAndOnePlainComponent) {
+  EXPECT_TRUE(is_own_runtime_dir("/var/run/dpdk/phub-7", "phub-7"));
+  EXPECT_FALSE(is_own_runtime_dir("/var/run/dpdk/phub-7", "phub-8"));
+  EXPECT_FALSE(is_own_runtime_dir("/var/run/dpdk/xphub-7", "phub-7"));
+  EXPECT_FALSE(is_own_runtime_dir("/tmp/dpdk/phub-7", "phub-7"));  // a non-root process's: not under the root
+  EXPECT_FALSE(is_own_runtime_dir("/run/user/0/dpdk/phub-7", "phub-7"));
+  EXPECT_FALSE(is_own_runtime_dir("/var/run/dpdk", ""));
+  EXPECT_FALSE(is_own_runtime_dir("/var/run/dpdk/", ""));
+  EXPECT_FALSE(is_own_runtime_dir("/var/run/dpdk/..", ".."));
+  EXPECT_FALSE(is_own_runtime_dir("/var/run/dpdk/.", "."));
+  EXPECT_FALSE(is_own_runtime_dir("/var/run/dpdk/a/b", "a/b"));
+  EXPECT_FALSE(is_own_runtime_dir("/var/run/dpdkXphub", "phub"));
 }
 
 TEST(EalArgs, ArgvHasTheProgramTheArgumentsAndANullEnd) {

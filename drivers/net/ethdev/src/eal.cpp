@@ -5,6 +5,10 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include <cstdio>
+
+#include "phub/drivers/runtime_dir.hpp"
+
 namespace phub::drivers {
 
 Expected<Eal, std::string> Eal::start(std::string_view program, const std::vector<std::string>& args,
@@ -19,6 +23,10 @@ Expected<Eal, std::string> Eal::start(std::string_view program, const std::vecto
   }
   Eal eal;
   eal.live_ = true;  // from here on the EAL is cleaned up, whatever follows
+  const auto prefix = file_prefix_of(args);
+  if (prefix && rte_eal_process_type() == RTE_PROC_PRIMARY && is_own_runtime_dir(rte_eal_get_runtime_dir(), *prefix)) {
+    eal.own_prefix_ = *prefix;
+  }
   if (parsed != argv.argc() - 1) {
     // rte_eal_init puts the program name just before the first argument it did not take.
     return unexpected("EAL arguments: \"" + std::string(argv.argv()[parsed + 1]) +
@@ -30,7 +38,10 @@ Expected<Eal, std::string> Eal::start(std::string_view program, const std::vecto
 }
 
 Eal::~Eal() {
-  if (live_) rte_eal_cleanup();
+  if (!live_) return;
+  rte_eal_cleanup();
+  if (own_prefix_.empty()) return;
+  if (auto removed = remove_runtime_dir(own_prefix_); !removed) std::fprintf(stderr, "%s\n", removed.error().c_str());
 }
 
 }  // namespace phub::drivers

@@ -2,6 +2,7 @@
 // --file-prefix per process, and the argc/argv that rte_eal_init takes (phub/drivers/eal.hpp starts it).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,16 @@ namespace phub {
 // Unless `args` already name one, appends "--file-prefix=<stem>-<pid>": each process its own runtime
 // directory, so that processes running side by side (tests) share no memory files or sockets.
 void add_file_prefix(std::vector<std::string>& args, std::string_view stem);
+// The --file-prefix that `args` name ("--file-prefix=P" or "--file-prefix" "P"; the last one wins, as in the
+// EAL); none if they name none (the EAL then uses "rte", a prefix no phub program made for itself).
+[[nodiscard]] std::optional<std::string> file_prefix_of(const std::vector<std::string>& args);
+
+// Where a root process's EAL keeps its runtime directories: <this>/<file-prefix>.
+inline constexpr std::string_view kDpdkRuntimeRoot = "/var/run/dpdk";
+// True if `dir` (rte_eal_get_runtime_dir()) is exactly kDpdkRuntimeRoot/<prefix> and `prefix` is one plain
+// path component (not empty, no '/', not "." or ".."): the runtime directory a process started with
+// --file-prefix `prefix` made for itself, and the only one it may remove at exit.
+[[nodiscard]] bool is_own_runtime_dir(std::string_view dir, std::string_view prefix);
 
 // argc/argv over a program name and its arguments, argv[argc] == nullptr. The strings are copies that live
 // as long as this object; rte_eal_init may reorder the pointers, never the strings they point to.
