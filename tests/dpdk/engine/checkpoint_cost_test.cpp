@@ -57,17 +57,9 @@ struct Reference {
 
 class CostRun {
  public:
-  explicit CostRun(const fs::path& dir) {
-    cfg_ = make_config(link_.server_name(), kLcores, {cost_job(dir)});
-    cfg_.limits.memory_bytes = kServerBytes;
-    auto e = engine::Engine::create(cfg_);
-    if (!e) throw std::runtime_error(e.error());
-    engine_ = std::move(*e);
-    if (!engine_->start()) throw std::runtime_error("start");
-    w_ = std::make_unique<Workers>(link_.worker_name(), kLcores, *engine_);
-  }
-  ~CostRun() { engine_->stop(); }
-  engine::Engine& engine() { return *engine_; }
+  explicit CostRun(const fs::path& dir)
+      : s_(kLcores, {cost_job(dir)}, [](config::Config& c) { c.limits.memory_bytes = kServerBytes; }) {}
+  engine::Engine& engine() { return *s_.engine; }
 
   // Every segment once with `op` (init: the weights; push: round `round`'s gradient), kBatchSegments at a
   // time; each answer's payload is compared with the reference weights (`answers_are_weights`), which the
@@ -75,15 +67,15 @@ class CostRun {
   // which goes from the first chunk on, so that the pushes reach segments it has not copied yet.
   void pass(proto::Opcode op, uint32_t round, Reference& ref, uint64_t step, bool answers_are_weights,
             bool last_chunk_first = false) {
-    const proto::Layout& l = w_->layout(cfg_.jobs[0], kLcores);
+    const proto::Layout& l = s_.workers->layout(s_.cfg.jobs[0], kLcores);
     const agg::Kernels& k = agg::select_kernels();
     agg::OptimizerParams p;
     p.kind = agg::OptimizerKind::adam;
-    p.lr = cfg_.jobs[0].optimizer.lr;
-    p.beta1 = cfg_.jobs[0].optimizer.beta1;
-    p.beta2 = cfg_.jobs[0].optimizer.beta2;
-    p.eps = cfg_.jobs[0].optimizer.eps;
-    p.weight_decay = cfg_.jobs[0].optimizer.weight_decay;
+    p.lr = s_.cfg.jobs[0].optimizer.lr;
+    p.beta1 = s_.cfg.jobs[0].optimizer.beta1;
+    p.beta2 = s_.cfg.jobs[0].optimizer.beta2;
+    p.eps = s_.cfg.jobs[0].optimizer.eps;
+    p.weight_decay = s_.cfg.jobs[0].optimizer.weight_decay;
     p.step = step;
     size_t in_flight = 0;
     std::vector<float> v;
@@ -102,7 +94,7 @@ class CostRun {
         for (uint32_t i = 0; i < h.elem_count; ++i) {
           v[i] = op == proto::Opcode::init ? initial_weight(first + i) : gradient(round, first + i);
         }
-        w_->send(cfg_.jobs[0], 0, h, encode(v, Dtype::fp32));
+        s_.workers->send(s_.cfg.jobs[0], 0, h, encode(v, Dtype::fp32));
         if (op == proto::Opcode::init) {
           std::memcpy(ref.w.data() + first, v.data(), v.size() * sizeof(float));
         } else if (step != 0) {
@@ -121,7 +113,7 @@ class CostRun {
 
  private:
   void collect(size_t n, const proto::Layout& l, const Reference& ref, bool compare) {
-    for (const Received& r : w_->receive(n, std::chrono::milliseconds(10'000))) {
+    for (const Received& r : s_.workers->receive(n, std::chrono::milliseconds(10'000))) {
       ++answers;
       if (!compare) continue;
       const uint64_t first = l.chunk(r.hdr.chunk_id).key_offset + r.hdr.elem_offset;
@@ -132,10 +124,7 @@ class CostRun {
     }
   }
 
-  RingLink link_{kLcores};
-  config::Config cfg_;
-  std::unique_ptr<engine::Engine> engine_;
-  std::unique_ptr<Workers> w_;
+  StartedEngine s_;
 };
 
 TEST(CheckpointCost, AHundredMillionParameterAdamJobUnderPushesCostsNoIterationOver100us) {

@@ -53,23 +53,11 @@ config::Job adam_job(const fs::path& dir) {
 }
 
 // One engine on its own ring link with emulated workers.
-struct PsServer {
-  RingLink link{kLcores};
-  config::Config cfg;
-  std::unique_ptr<engine::Engine> engine;
-  std::unique_ptr<Workers> w;
+struct PsServer : StartedEngine {
   uint16_t epoch = 0;
 
-  explicit PsServer(std::vector<config::Job> jobs) {
-    cfg = make_config(link.server_name(), kLcores, std::move(jobs));
-    auto e = engine::Engine::create(cfg);
-    if (!e) throw std::runtime_error(e.error());
-    engine = std::move(*e);
-    if (!engine->start()) throw std::runtime_error("start");
-    w = std::make_unique<Workers>(link.worker_name(), kLcores, *engine);
-  }
-  ~PsServer() { engine->stop(); }
-  const proto::Layout& layout() { return w->layout(cfg.jobs[0], kLcores); }
+  explicit PsServer(std::vector<config::Job> jobs) : StartedEngine(kLcores, std::move(jobs)) {}
+  const proto::Layout& layout() { return StartedEngine::layout(0); }
 
   proto::Header header(proto::Opcode op, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank) {
     const auto& l = layout();
@@ -96,10 +84,10 @@ struct PsServer {
         proto::Header h = header(proto::Opcode::init, c, seg, 0, 0);
         std::vector<float> v(h.elem_count);
         for (uint32_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((c * 7 + seg * 3 + i) % 11) * 0.125f;
-        w->send(cfg.jobs[0], 0, h, encode(v, Dtype::fp32));
+        workers->send(cfg.jobs[0], 0, h, encode(v, Dtype::fp32));
       }
     }
-    ASSERT_EQ(w->receive(segments()).size(), segments());
+    ASSERT_EQ(workers->receive(segments()).size(), segments());
   }
   // Every rank pushes the chunks in `chunks` (all when empty) for `round`.
   void push(uint32_t round, const std::vector<uint32_t>& chunks = {}) {
@@ -111,7 +99,7 @@ struct PsServer {
           proto::Header h = header(proto::Opcode::push, c, seg, round, r);
           std::vector<float> v(h.elem_count);
           for (uint32_t i = 0; i < v.size(); ++i) v[i] = gradient(r, round, c, h.elem_offset + i);
-          w->send(cfg.jobs[0], r, h, encode(v, Dtype::fp32));
+          workers->send(cfg.jobs[0], r, h, encode(v, Dtype::fp32));
         }
       }
     }
@@ -120,7 +108,7 @@ struct PsServer {
   using Weights = std::map<std::pair<uint32_t, uint32_t>, std::vector<float>>;
   Weights collect(size_t expected_segments) {
     Weights out;
-    for (const auto& r : w->receive(expected_segments * kWorkers)) {
+    for (const auto& r : workers->receive(expected_segments * kWorkers)) {
       EXPECT_EQ(r.hdr.opcode, proto::Opcode::result) << proto::status_name(r.hdr.status);
       if (r.hdr.rank == 0) out[{r.hdr.chunk_id, r.hdr.elem_offset}] = decode(r.payload, Dtype::fp32);
     }
@@ -206,23 +194,23 @@ TEST(Checkpoint, AdamJobRestoredByAFreshEngineContinuesBitForBit) {
   for (uint16_t lost_epoch : {uint16_t{0}, uint16_t{1}}) {
     b.epoch = lost_epoch;
     b.push(4, {0});
-    auto old = b.w->receive(1);
+    auto old = b.workers->receive(1);
     ASSERT_FALSE(old.empty());
     EXPECT_EQ(old[0].hdr.status, proto::Status::epoch_mismatch) << "epoch " << lost_epoch;
     EXPECT_EQ(old[0].hdr.aux, kRestored);
-    (void)b.w->receive(64, std::chrono::milliseconds(200));  // the other answers to the lost epoch
+    (void)b.workers->receive(64, std::chrono::milliseconds(200));  // the other answers to the lost epoch
   }
   proto::Header j;
   j.opcode = proto::Opcode::join;
   j.aux = 0x1234;
   j.epoch = kRestored;
-  b.w->send(b.cfg.jobs[0], 0, j, {});
-  auto joined = b.w->receive(1);
+  b.workers->send(b.cfg.jobs[0], 0, j, {});
+  auto joined = b.workers->receive(1);
   ASSERT_EQ(joined.size(), 1u);
   EXPECT_EQ(joined[0].hdr.opcode, proto::Opcode::joined);
   EXPECT_EQ(joined[0].hdr.epoch, kRestored);
   EXPECT_EQ(joined[0].hdr.round, 4u);
-  (void)b.w->receive(64, std::chrono::milliseconds(100));  // the other lcore's answer
+  (void)b.workers->receive(64, std::chrono::milliseconds(100));  // the other lcore's answer
   b.epoch = kRestored;
   for (uint32_t r = 4; r < 7; ++r) {
     const auto got = b.round(r);

@@ -21,32 +21,6 @@ namespace {
 
 using engine::Drop;
 
-struct Server {
-  RingLink link;
-  std::unique_ptr<engine::Engine> engine;
-  std::unique_ptr<Workers> workers;
-  config::Config cfg;
-
-  Server(uint16_t lcores, std::vector<config::Job> jobs, const std::function<void(config::Config&)>& tweak = {})
-      : link(lcores) {
-    cfg = make_config(link.server_name(), lcores, std::move(jobs));
-    if (tweak) tweak(cfg);
-    auto e = engine::Engine::create(cfg);
-    if (!e) throw std::runtime_error(e.error());
-    engine = std::move(*e);
-    auto started = engine->start();
-    if (!started) throw std::runtime_error(started.error());
-    workers = std::make_unique<Workers>(link.worker_name(), lcores, *engine);
-    for (const auto& j : cfg.jobs) (void)workers->layout(j, lcores);
-  }
-  ~Server() {
-    engine->stop();
-    workers.reset();
-    engine.reset();
-  }
-  const proto::Layout& layout(size_t j) { return workers->layout(cfg.jobs[j], static_cast<uint16_t>(cfg.lcores.size())); }
-};
-
 proto::Header push_header(const proto::Layout& l, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank,
                           Dtype d) {
   proto::Header h;
@@ -67,7 +41,7 @@ std::vector<float> segment_values(const proto::Layout& l, uint32_t chunk, uint32
   return v;
 }
 
-void push_segment(Server& s, size_t j, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank) {
+void push_segment(StartedEngine& s, size_t j, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank) {
   const auto& job = s.cfg.jobs[j];
   const auto& l = s.layout(j);
   s.workers->send(job, rank, push_header(l, chunk, seg, round, rank, job.dtype),
@@ -75,7 +49,7 @@ void push_segment(Server& s, size_t j, uint32_t chunk, uint32_t seg, uint32_t ro
 }
 
 // Every rank pushes every segment of every chunk for `round`, in a shuffled order.
-size_t push_round(Server& s, size_t j, uint32_t round, std::mt19937& rng, uint16_t skip_rank = UINT16_MAX) {
+size_t push_round(StartedEngine& s, size_t j, uint32_t round, std::mt19937& rng, uint16_t skip_rank = UINT16_MAX) {
   const auto& l = s.layout(j);
   std::vector<std::tuple<uint32_t, uint32_t, uint16_t>> all;
   size_t segments = 0;
@@ -92,7 +66,7 @@ size_t push_round(Server& s, size_t j, uint32_t round, std::mt19937& rng, uint16
 }
 
 // Checks every result of a round against the exact sum (or mean) and that every rank got every segment.
-void expect_results(Server& s, size_t j, uint32_t round, const std::vector<Received>& got, size_t segments) {
+void expect_results(StartedEngine& s, size_t j, uint32_t round, const std::vector<Received>& got, size_t segments) {
   const auto& job = s.cfg.jobs[j];
   const auto& l = s.layout(j);
   ASSERT_EQ(got.size(), segments * job.workers);
@@ -121,7 +95,7 @@ void expect_results(Server& s, size_t j, uint32_t round, const std::vector<Recei
 }
 
 TEST(Engine, AnswersArpAndPing) {
-  Server s(1, {make_job(1, 2, {1000})});
+  StartedEngine s(1, {make_job(1, 2, {1000})});
   std::array<std::byte, proto::kArpFrameBytes> arp{};
   (void)proto::build_arp_request({2, 0x77, 0, 0, 0, 9}, kServerIp + 9, kServerIp, arp);
   s.workers->send_frame({arp.begin(), arp.end()}, 0);
@@ -192,7 +166,7 @@ std::pair<size_t, size_t> count_answers(const std::vector<std::vector<std::byte>
 }
 
 // Waits until the server counted `n` ARP/ICMP requests (answered or refused), then collects what it sent.
-void settle(Server& s, uint64_t n) {
+void settle(StartedEngine& s, uint64_t n) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (;;) {
     const auto t = s.engine->totals().lcores;
@@ -214,7 +188,7 @@ TEST(Engine, ArpAndPingAnswersAreRateLimitedPerPort) {
     c.limits.arp_icmp_burst = kBurst;
   };
   for (const bool ping : {false, true}) {
-    Server s(1, {make_job(1, 2, {1000})}, tweak);
+    StartedEngine s(1, {make_job(1, 2, {1000})}, tweak);
     const MacAddr worker{2, 0x77, 0, 0, 0, 9};
     const auto start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < kSent; ++i) {
@@ -236,7 +210,7 @@ TEST(Engine, ArpAndPingAnswersAreRateLimitedPerPort) {
 }
 
 TEST(Engine, ArpAndPingFromGroupOrUnspecifiedSourcesAreNotAnswered) {
-  Server s(1, {make_job(1, 2, {1000})});
+  StartedEngine s(1, {make_job(1, 2, {1000})});
   const MacAddr worker{2, 0x77, 0, 0, 0, 9};
   const MacAddr multicast{0x01, 0x00, 0x5e, 0, 0, 5};
   const MacAddr mac = s.workers->server_mac();
@@ -272,7 +246,7 @@ TEST(Engine, ArpAndPingFromGroupOrUnspecifiedSourcesAreNotAnswered) {
 // A push whose payload was corrupted on the way (the UDP checksum no longer matches) is dropped before it is
 // summed; the round completes with the good retransmit. A 0 checksum (none) is accepted.
 TEST(Engine, UdpChecksumIsVerifiedWhenThePmdDidNot) {
-  Server s(1, {make_job(1, 2, {352})});
+  StartedEngine s(1, {make_job(1, 2, {352})});
   const auto& job = s.cfg.jobs[0];
   const auto& l = s.layout(0);
   auto frame_of = [&](uint16_t rank) {
@@ -305,7 +279,7 @@ TEST(Engine, UdpChecksumIsVerifiedWhenThePmdDidNot) {
 
 // ports[].udp_checksum = "trust": the PMD's verdict only (UNKNOWN is accepted as it comes).
 TEST(Engine, UdpChecksumTrustSkipsTheSoftwareCheck) {
-  Server s(1, {make_job(1, 1, {352})}, [](config::Config& c) { c.ports[0].udp_checksum = config::UdpChecksum::trust; });
+  StartedEngine s(1, {make_job(1, 1, {352})}, [](config::Config& c) { c.ports[0].udp_checksum = config::UdpChecksum::trust; });
   const auto& job = s.cfg.jobs[0];
   const auto& l = s.layout(0);
   const auto payload = encode(segment_values(l, 0, 0, 0, 0), job.dtype);
@@ -323,7 +297,7 @@ TEST(Engine, UdpChecksumTrustSkipsTheSoftwareCheck) {
 
 // pull is a ps opcode: an allreduce job answers it with a header-only bad_request, never with data.
 TEST(Engine, PullOfAnAllreduceJobIsABadRequest) {
-  Server s(1, {make_job(1, 2, {352})});
+  StartedEngine s(1, {make_job(1, 2, {352})});
   const auto& job = s.cfg.jobs[0];
   push_segment(s, 0, 0, 0, 0, 0);
   push_segment(s, 0, 0, 0, 0, 1);
@@ -358,7 +332,7 @@ TEST_P(Allreduce, EveryResultIsExactForThreeRounds) {
   job.deterministic = p.deterministic;
   job.reduce = p.mean ? config::Reduce::mean : config::Reduce::sum;
   job.chunk_bytes = 16384;
-  Server s(p.lcores, {job});
+  StartedEngine s(p.lcores, {job});
   std::mt19937 rng(p.workers * 31 + p.lcores);
   for (uint32_t round = 0; round < 3; ++round) {
     const size_t segments = push_round(s, 0, round, rng);
@@ -397,7 +371,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Allreduce,
 TEST(Engine, ResultsFollowWorkersThatMove) {
   auto job = make_job(1, 4, {5000, 9}, Dtype::fp32);
   job.chunk_bytes = 8192;
-  Server s(2, {job});
+  StartedEngine s(2, {job});
   std::mt19937 rng(7);
   for (uint32_t round = 0; round < 3; ++round) {
     if (round == 1) s.workers->udp_port_shift = 1000;
@@ -409,7 +383,7 @@ TEST(Engine, ResultsFollowWorkersThatMove) {
 }
 
 TEST(Engine, DuplicatesLatePushesRerequestsAndRoundErrors) {
-  Server s(1, {make_job(1, 2, {352})});
+  StartedEngine s(1, {make_job(1, 2, {352})});
   const auto& job = s.cfg.jobs[0];
   for (uint16_t r = 0; r < 2; ++r) s.workers->prove(job, r);  // answers beyond what each rank sent
   push_segment(s, 0, 0, 0, 0, 0);
@@ -455,7 +429,7 @@ TEST(Engine, DuplicatesLatePushesRerequestsAndRoundErrors) {
 }
 
 TEST(Engine, StalledRoundIsReportedToContributors) {
-  Server s(1, {make_job(1, 4, {100})});
+  StartedEngine s(1, {make_job(1, 4, {100})});
   // Proven: stall reports do not spend the credit the ranks' results need (see Amplification below).
   for (uint16_t r = 0; r < 4; ++r) s.workers->prove(s.cfg.jobs[0], r);
   std::mt19937 rng(1);
@@ -483,7 +457,7 @@ TEST(Engine, ParameterServerInitThenSgdSteps) {
   job.reduce = config::Reduce::mean;
   job.optimizer.kind = config::OptimizerKind::sgd;
   job.optimizer.lr = 0.25f;
-  Server s(2, {job});
+  StartedEngine s(2, {job});
   const auto& l = s.layout(0);
 
   push_segment(s, 0, 0, 0, 0, 1);
@@ -537,7 +511,7 @@ TEST(Engine, ParameterServerInitThenSgdSteps) {
 }
 
 TEST(Engine, WrongSegmentOrDtypeGetsBadRequest) {
-  Server s(1, {make_job(1, 2, {1000})});
+  StartedEngine s(1, {make_job(1, 2, {1000})});
   const auto& job = s.cfg.jobs[0];
   proto::Header h = push_header(s.layout(0), 0, 0, 0, 0, Dtype::fp32);
   h.elem_count = 100;  // a segment is 352 elements
@@ -557,7 +531,7 @@ TEST(Engine, WrongSegmentOrDtypeGetsBadRequest) {
 
 TEST(Engine, MisdeliveredPacketsAreHandedToTheirOwner) {
   auto job = make_job(1, 2, {40000});
-  Server s(2, {job});
+  StartedEngine s(2, {job});
   const auto& l = s.layout(0);
   // Send every push on queue 0 even where lcore 1 owns the chunk: the ring hand-off delivers it.
   size_t segments = 0, foreign = 0;
@@ -608,7 +582,7 @@ proto::Header whole_chunk_request(const proto::Layout& l, proto::Opcode op, uint
 // cookie of a join proves that it receives at its address.
 TEST(Amplification, AnUnprovenSourceGetsNoMoreBytesThanItSent) {
   auto job = make_job(1, 2, {352 * 8});
-  Server s(1, {job});
+  StartedEngine s(1, {job});
   const auto& l = s.layout(0);
   ASSERT_EQ(l.chunk(0).segments, 8u);
   std::mt19937 rng(3);
@@ -642,7 +616,7 @@ TEST(Amplification, AnswersToRequestsStayWithinTheJobsBytesPerSecond) {
   constexpr uint64_t kLimit = 200'000;  // bytes a second; one lcore holds the whole share
   auto job = make_job(1, 2, {352 * 8});
   job.answer_bytes_per_s = kLimit;
-  Server s(1, {job});
+  StartedEngine s(1, {job});
   const auto& l = s.layout(0);
   std::mt19937 rng(5);
   const size_t segments = push_round(s, 0, 0, rng);
@@ -679,7 +653,7 @@ TEST(Amplification, AnswersToRequestsStayWithinTheJobsBytesPerSecond) {
 // proven address, and nothing goes to the new one. A fresh join from the new address moves the rank there.
 TEST(Hijack, AProvenAddressMovesOnlyByAFreshJoin) {
   auto job = make_job(1, 2, {352 * 4});
-  Server s(1, {job});
+  StartedEngine s(1, {job});
   const auto& l = s.layout(0);
   s.workers->prove(job, 0);
   s.workers->prove(job, 1);
@@ -709,7 +683,7 @@ TEST(Hijack, AProvenAddressMovesOnlyByAFreshJoin) {
 TEST(Hijack, AReplayedJoinDoesNotMoveAProvenAddress) {
   auto job = make_job(1, 2, {352 * 2});
   job.secret = "hijack-test-secret-0123456789";
-  Server s(1, {job});
+  StartedEngine s(1, {job});
   const auto& l = s.layout(0);
   s.workers->prove(job, 0);
   s.workers->prove(job, 1);
@@ -751,7 +725,7 @@ TEST(Hijack, AReplayedJoinDoesNotMoveAProvenAddress) {
 // A stalled round is reported again every period; to an unproven contributor only as long as its push's
 // bytes last.
 TEST(Amplification, StallReportsToAnUnprovenAddressEndWithItsCredit) {
-  Server s(1, {make_job(1, 2, {352})}, [](config::Config& c) { c.timeouts.round_stall_ms = 10; });
+  StartedEngine s(1, {make_job(1, 2, {352})}, [](config::Config& c) { c.timeouts.round_stall_ms = 10; });
   push_segment(s, 0, 0, 0, 0, 0);  // rank 1 never pushes
   const size_t pushed = proto::kFrameHeadersBytes + 352 * sizeof(float);
   const auto got = s.workers->receive(1000, std::chrono::milliseconds(1500));
@@ -778,12 +752,8 @@ TEST(Engine, ShardOwnsOnlyItsPartOfTheChunkMap) {
   auto job = make_job(1, 2, {8192 * 6});
   job.shard_count = 3;
   job.shard_index = 1;
-  RingLink link(1);
-  auto cfg = make_config(link.server_name(), 1, {job});
-  auto e = engine::Engine::create(cfg);
-  ASSERT_TRUE(e.has_value()) << e.error();
-  ASSERT_TRUE((*e)->start().has_value());
-  Workers w(link.worker_name(), 1, **e);
+  StartedEngine s(1, {job});
+  Workers& w = *s.workers;
   // The client's view: 3 servers x 1 lcore = 3 owners; this server is owner 1 and listens on port_base + 0.
   proto::LayoutParams lp{{8192 * 6}, 8192, 3, 352};
   auto l = proto::Layout::build(lp);
@@ -818,7 +788,6 @@ TEST(Engine, ShardOwnsOnlyItsPartOfTheChunkMap) {
   EXPECT_EQ(mine, 2u);
   EXPECT_EQ(results, mine * 2);
   EXPECT_EQ(errors, (l->chunk_count() - mine) * 2);
-  (*e)->stop();
 }
 
 }  // namespace

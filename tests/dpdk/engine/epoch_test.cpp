@@ -15,22 +15,8 @@ using engine::Drop;
 
 constexpr uint32_t kElems = 352;  // one segment, one chunk
 
-struct OneJob {
-  RingLink link{1};
-  config::Config cfg;
-  std::unique_ptr<engine::Engine> engine;
-  std::unique_ptr<Workers> w;
-
-  explicit OneJob(config::Job job) {
-    cfg = make_config(link.server_name(), 1, {std::move(job)});
-    auto e = engine::Engine::create(cfg);
-    if (!e) throw std::runtime_error(e.error());
-    engine = std::move(*e);
-    if (!engine->start()) throw std::runtime_error("start");
-    w = std::make_unique<Workers>(link.worker_name(), 1, *engine);
-    (void)w->layout(cfg.jobs[0], 1);
-  }
-  ~OneJob() { engine->stop(); }
+struct OneJob : StartedEngine {
+  explicit OneJob(config::Job job) : StartedEngine(1, {std::move(job)}) {}
 
   const config::Job& job() const { return cfg.jobs[0]; }
 
@@ -42,8 +28,8 @@ struct OneJob {
     h.flags = flags;
     h.epoch = epoch;
     h.aux = incarnation;
-    w->send(job(), rank, h, {});
-    auto got = w->receive(1);
+    workers->send(job(), rank, h, {});
+    auto got = workers->receive(1);
     if (got.size() != 1) throw std::runtime_error("no answer to join");
     return got[0].hdr;
   }
@@ -64,7 +50,7 @@ struct OneJob {
     h.round = round;
     h.epoch = epoch;
     h.elem_count = kElems;
-    w->send(job(), rank, h, encode(std::vector<float>(kElems, value), Dtype::fp32));
+    workers->send(job(), rank, h, encode(std::vector<float>(kElems, value), Dtype::fp32));
   }
   proto::Header request(proto::Opcode op, uint16_t rank, uint32_t round, uint16_t epoch) {
     proto::Header h;
@@ -88,7 +74,7 @@ config::Job allreduce_job() {
 std::vector<Received> full_round(OneJob& t, uint32_t round, uint16_t epoch, float a, float b) {
   t.push(0, round, epoch, a);
   t.push(1, round, epoch, b);
-  return t.w->receive(2);
+  return t.workers->receive(2);
 }
 
 TEST(Epoch, RankZeroOfANewRunRestartsTheJobAndOldWorkersAreDropped) {
@@ -110,7 +96,7 @@ TEST(Epoch, RankZeroOfANewRunRestartsTheJobAndOldWorkersAreDropped) {
 
   // The old rank 1 finishing round 2 of epoch 1 is dropped, counted and told the job's epoch.
   t.push(1, 2, 1, 7);
-  auto old = t.w->receive(1);
+  auto old = t.workers->receive(1);
   ASSERT_EQ(old.size(), 1u);
   EXPECT_EQ(old[0].hdr.opcode, proto::Opcode::error);
   EXPECT_EQ(old[0].hdr.status, proto::Status::epoch_mismatch);
@@ -143,7 +129,7 @@ TEST(Epoch, ALeavingWorkerKeepsItsRankHeldUntilTheJobRestarts) {
   leave.rank = 1;
   leave.epoch = 1;
   leave.aux = 82;
-  t.w->send(t.job(), 1, leave, {});
+  t.workers->send(t.job(), 1, leave, {});
   // The rank stays held: a process of another run must not join this run's rounds.
   EXPECT_EQ(t.join(1, 83).aux, 82u);
   EXPECT_EQ(t.counters().leaves, 1u);
@@ -220,15 +206,15 @@ config::Job ps_job() {
 // Rank 0 initialises the weights to `w`; returns the acknowledgement.
 Received init_weights(OneJob& t, uint16_t epoch, float w) {
   proto::Header h = t.request(proto::Opcode::init, 0, 0, epoch);
-  t.w->send(t.job(), 0, h, encode(std::vector<float>(kElems, w), Dtype::fp32));
-  auto got = t.w->receive(1);
+  t.workers->send(t.job(), 0, h, encode(std::vector<float>(kElems, w), Dtype::fp32));
+  auto got = t.workers->receive(1);
   if (got.size() != 1) throw std::runtime_error("no init answer");
   return got[0];
 }
 
 Received pull(OneJob& t, uint16_t rank, uint32_t round, uint16_t epoch) {
-  t.w->send(t.job(), rank, t.request(proto::Opcode::pull, rank, round, epoch), {});
-  auto got = t.w->receive(1);
+  t.workers->send(t.job(), rank, t.request(proto::Opcode::pull, rank, round, epoch), {});
+  auto got = t.workers->receive(1);
   if (got.size() != 1) throw std::runtime_error("no pull answer");
   return got[0];
 }
@@ -239,7 +225,7 @@ TEST(Epoch, PsPullAndInitAnswersAreLabelledWithTheRoundTheyAreTheResultOf) {
   EXPECT_EQ(ack.hdr.opcode, proto::Opcode::result);
   EXPECT_EQ(ack.hdr.round, 0xffffffffu);  // the state before round 0
   ASSERT_EQ(full_round(t, 0, 0, 1, 1).size(), 2u);  // w = 4 - 0.5 * 2 = 3
-  t.w->prove(t.job(), 1);  // a pull is one header: only a proven address gets the weights
+  t.workers->prove(t.job(), 1);  // a pull is one header: only a proven address gets the weights
   const Received p = pull(t, 1, 1, 0);
   EXPECT_EQ(p.hdr.round, 0u);  // the weights after round 0, exactly what round 0's result was
   EXPECT_EQ(decode(p.payload, Dtype::fp32)[5], 3.0f);
@@ -273,7 +259,7 @@ TEST(Epoch, PsRestartKeepsTheWeightsUnlessTheNewRunAsksForFreshOnes) {
   EXPECT_EQ(t.restart(71, true), 3);
   EXPECT_EQ(t.join(1, 72).aux, 72u);
   t.push(1, 0, 3, 1);
-  auto waiting = t.w->receive(1);
+  auto waiting = t.workers->receive(1);
   ASSERT_EQ(waiting.size(), 1u);
   EXPECT_EQ(waiting[0].hdr.status, proto::Status::not_initialized);
   EXPECT_EQ(decode(init_weights(t, 3, 8).payload, Dtype::fp32)[0], 8.0f);
@@ -289,7 +275,7 @@ TEST(Epoch, PsRestartKeepsTheWeightsUnlessTheNewRunAsksForFreshOnes) {
 // round's sum.
 TEST(Deferral, AResultBufferStillBeingSentIsNeverOverwritten) {
   OneJob t(allreduce_job());
-  for (uint16_t r = 0; r < 2; ++r) t.w->prove(t.job(), r);  // the rerequest below is one header
+  for (uint16_t r = 0; r < 2; ++r) t.workers->prove(t.job(), r);  // the rerequest below is one header
   const auto wait_for = [&](const char* what, auto&& ready) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (!ready()) {
@@ -309,12 +295,12 @@ TEST(Deferral, AResultBufferStillBeingSentIsNeverOverwritten) {
   wait_for("the drop", [&] { return t.counters().drops[static_cast<size_t>(Drop::advance_pending)] == 1; });
   // While deferred, a rerequest of the completed round is answered from its buffer, and a late push of the
   // round before it is dropped (every rank is past it), not answered with that older round's result.
-  t.w->send(t.job(), 1, t.request(proto::Opcode::rerequest, 1, kRounds - 1, 0), {});
+  t.workers->send(t.job(), 1, t.request(proto::Opcode::rerequest, 1, kRounds - 1, 0), {});
   wait_for("the resend", [&] { return t.counters().results_resent == 1; });
   t.push(1, kRounds - 2, 0, value(kRounds - 2, 1));
   wait_for("the late push", [&] { return t.counters().drops[static_cast<size_t>(Drop::advance_pending)] == 2; });
 
-  const auto got = t.w->receive(2 * kRounds + 1);
+  const auto got = t.workers->receive(2 * kRounds + 1);
   ASSERT_EQ(got.size(), 2 * kRounds + 1);
   for (const auto& g : got) {
     ASSERT_EQ(g.hdr.opcode, proto::Opcode::result);
@@ -325,7 +311,7 @@ TEST(Deferral, AResultBufferStillBeingSentIsNeverOverwritten) {
   // Read, the frames free their buffers: the round advances and the next one completes.
   t.push(0, kRounds, 0, value(kRounds, 0));
   t.push(1, kRounds, 0, value(kRounds, 1));
-  const auto next = t.w->receive(2);
+  const auto next = t.workers->receive(2);
   ASSERT_EQ(next.size(), 2u);
   for (const auto& g : next) {
     EXPECT_EQ(g.hdr.round, kRounds);

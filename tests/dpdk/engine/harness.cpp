@@ -198,6 +198,26 @@ std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds t
   return out;
 }
 
+StartedEngine::StartedEngine(uint16_t lcores, std::vector<config::Job> jobs,
+                             const std::function<void(config::Config&)>& tweak)
+    : link(lcores) {
+  cfg = make_config(link.server_name(), lcores, std::move(jobs));
+  if (tweak) tweak(cfg);
+  auto created = engine::Engine::create(cfg);
+  if (!created) throw std::runtime_error(created.error());
+  engine = std::move(*created);
+  auto started = engine->start();
+  if (!started) throw std::runtime_error(started.error());
+  workers = std::make_unique<Workers>(link.worker_name(), lcores, *engine);
+  for (const auto& j : cfg.jobs) (void)workers->layout(j, lcores);
+}
+
+StartedEngine::~StartedEngine() {
+  engine->stop();
+  workers.reset();
+  engine.reset();
+}
+
 float gradient(uint16_t rank, uint32_t round, uint32_t chunk, uint32_t elem) {
   return static_cast<float>((rank * 7u + round * 3u + chunk * 5u + elem) % 17u) - 8.0f;
 }

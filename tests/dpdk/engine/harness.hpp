@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -88,6 +89,29 @@ class Workers {
   uint32_t last_seq_ = 0;  // the seq of the last packet sent
   // (job id, rank, IPv4, UDP port) -> the server's address cookie for it.
   std::map<std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>, uint32_t> cookies_;
+};
+
+// An engine started on a RingLink of its own with the workers on the link's other end: make_config with
+// `lcores` lcores and `jobs`, edited by `tweak` (timeouts, limits, lcore ids ...) before the engine is
+// created, then Engine::create and start (std::runtime_error with the engine's message if either fails),
+// Workers on every queue and every job's layout. Stops the engine when it goes; the workers go before the
+// engine, the link last.
+struct StartedEngine {
+  StartedEngine(uint16_t lcores, std::vector<config::Job> jobs,
+                const std::function<void(config::Config&)>& tweak = {});
+  ~StartedEngine();
+  StartedEngine(const StartedEngine&) = delete;
+  StartedEngine& operator=(const StartedEngine&) = delete;
+
+  // The layout of cfg.jobs[j] as the workers see it.
+  [[nodiscard]] const proto::Layout& layout(size_t j) {
+    return workers->layout(cfg.jobs[j], static_cast<uint16_t>(cfg.lcores.size()));
+  }
+
+  RingLink link;
+  config::Config cfg;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<Workers> workers;
 };
 
 // Values a rank pushes: small integers, so every sum is exact in fp32/bf16/fp16.

@@ -35,28 +35,9 @@ constexpr bool kInstrumentedBuild =
     false;
 #endif
 
-struct Hub {
-  RingLink link{1};
-  config::Config cfg;
-  std::unique_ptr<engine::Engine> engine;
-  std::unique_ptr<Workers> workers;
-
-  explicit Hub(unsigned lcore_id) {
-    cfg = make_config(link.server_name(), 1, {make_job(1, 2, {3 * 352})});
-    cfg.lcores[0].id = lcore_id;
-    auto e = engine::Engine::create(cfg);
-    if (!e) throw std::runtime_error(e.error());
-    engine = std::move(*e);
-    auto started = engine->start();
-    if (!started) throw std::runtime_error(started.error());
-    workers = std::make_unique<Workers>(link.worker_name(), 1, *engine);
-    (void)workers->layout(cfg.jobs[0], 1);
-  }
-  ~Hub() {
-    engine->stop();
-    workers.reset();
-    engine.reset();
-  }
+struct Hub : StartedEngine {
+  explicit Hub(unsigned lcore_id)
+      : StartedEngine(1, {make_job(1, 2, {3 * 352})}, [&](config::Config& c) { c.lcores[0].id = lcore_id; }) {}
 
   // Every rank pushes (rank + 1) * scale to every segment of round 0.
   void push_round(float scale) {
@@ -367,28 +348,19 @@ std::vector<Results> start_ps(std::vector<std::pair<Workers*, std::vector<uint16
 // answers are in the results).
 Results run_flat(config::Job job, uint32_t rounds, const Values& v) {
   job.ranks_by_rack.clear();
-  RingLink link(1);
-  auto cfg = make_config(link.server_name(), 1, {job});
-  auto e = engine::Engine::create(cfg);
-  if (!e) throw std::runtime_error(e.error());
-  auto started = (*e)->start();
-  if (!started) throw std::runtime_error(started.error());
+  StartedEngine s(1, {job});
+  Workers& w = *s.workers;
   Results out;
-  {
-    Workers w(link.worker_name(), 1, **e);
-    (void)w.layout(job, 1);
-    std::vector<uint16_t> all(job.workers);
-    for (uint16_t r = 0; r < job.workers; ++r) {
-      all[r] = r;
-      w.prove(job, r);
-    }
-    if (job.mode == config::JobMode::ps) out = start_ps({{&w, all}}, job)[0];
-    for (uint32_t round = 0; round < rounds; ++round) {
-      push_all(w, job, all, round, v);
-      collect(w, job, all.size(), round, out);
-    }
+  std::vector<uint16_t> all(job.workers);
+  for (uint16_t r = 0; r < job.workers; ++r) {
+    all[r] = r;
+    w.prove(job, r);
   }
-  (*e)->stop();
+  if (job.mode == config::JobMode::ps) out = start_ps({{&w, all}}, job)[0];
+  for (uint32_t round = 0; round < rounds; ++round) {
+    push_all(w, job, all, round, v);
+    collect(w, job, all.size(), round, out);
+  }
   return out;
 }
 

@@ -14,31 +14,19 @@ using engine::Drop;
 
 constexpr uint32_t kElems = 352;  // one segment, one chunk
 
-struct Live {
-  RingLink link{1};
-  config::Config cfg;
-  std::unique_ptr<engine::Engine> engine;
-  std::unique_ptr<Workers> w;
-
-  explicit Live(std::vector<config::Job> jobs) {
-    cfg = make_config(link.server_name(), 1, std::move(jobs));
-    cfg.timeouts.drain_ms = 300;
-    cfg.timeouts.round_stall_ms = 60000;  // no stall reports in the middle of these checks
-    auto e = engine::Engine::create(cfg);
-    if (!e) throw std::runtime_error(e.error());
-    engine = std::move(*e);
-    if (!engine->start()) throw std::runtime_error("start");
-    w = std::make_unique<Workers>(link.worker_name(), 1, *engine);
-    for (const auto& j : cfg.jobs) (void)w->layout(j, 1);
-  }
-  ~Live() { engine->stop(); }
+struct Live : StartedEngine {
+  explicit Live(std::vector<config::Job> jobs)
+      : StartedEngine(1, std::move(jobs), [](config::Config& c) {
+          c.timeouts.drain_ms = 300;
+          c.timeouts.round_stall_ms = 60000;  // no stall reports in the middle of these checks
+        }) {}
 
   // Applies `next` and makes the workers know its jobs.
   engine::ReloadOutcome apply(const config::Config& next) {
     auto r = engine->apply(next);
     if (!r) throw std::runtime_error(r.error().front());
     cfg = next;
-    for (const auto& j : cfg.jobs) (void)w->layout(j, 1);
+    for (const auto& j : cfg.jobs) (void)workers->layout(j, 1);
     return *r;
   }
   const config::Job& job(uint32_t id) const {
@@ -53,14 +41,14 @@ struct Live {
     h.rank = rank;
     h.round = round;
     h.elem_count = kElems;
-    w->send(j, rank, h, encode(std::vector<float>(kElems, v), Dtype::fp32), secret);
+    workers->send(j, rank, h, encode(std::vector<float>(kElems, v), Dtype::fp32), secret);
   }
   // Both ranks push round `round` of job `id`; returns rank 0's result value (NaN if none came).
   float round_trip(uint32_t id, uint32_t round, float a, float b) {
     const auto& j = job(id);
     push(j, 0, round, a);
     push(j, 1, round, b);
-    auto got = w->receive(2);
+    auto got = workers->receive(2);
     if (got.size() != 2 || got[0].hdr.opcode != proto::Opcode::result) return std::numeric_limits<float>::quiet_NaN();
     return decode(got[0].payload, Dtype::fp32)[0];
   }
@@ -112,7 +100,7 @@ TEST(Reload, ARemovedJobDrainsItsRoundThenItsPortsAreClosed) {
   EXPECT_GE(out.drain_ns, 300'000'000u);
   EXPECT_EQ(l.engine->snapshot().jobs.size(), 1u);
   l.push(gone, 1, 1, 1);
-  const auto late = l.w->receive(1, std::chrono::milliseconds(200));
+  const auto late = l.workers->receive(1, std::chrono::milliseconds(200));
   EXPECT_TRUE(late.empty()) << proto::opcode_name(late[0].hdr.opcode) << " " << proto::status_name(late[0].hdr.status)
                             << " job " << late[0].hdr.job_id << " round " << late[0].hdr.round;
   EXPECT_EQ(drops(*l.engine, Drop::unknown_port), 1u);
@@ -140,7 +128,7 @@ TEST(Reload, ARoundInProgressOfARemovedJobCompletesDuringTheDrain) {
   finisher.join();
   ASSERT_TRUE(r.has_value());
   EXPECT_FALSE(r->drain_timed_out);
-  auto got = l.w->receive(2);
+  auto got = l.workers->receive(2);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(decode(got[0].payload, Dtype::fp32)[0], 3.0f);
 }
@@ -183,7 +171,7 @@ TEST(Reload, ARotatedSecretIsAcceptedDuringItsOverlapAndAnsweredInKind) {
   const auto& j = l.job(1);
   l.push(j, 0, 1, 1, "old-secret-0123456789");
   l.push(j, 1, 1, 2, "new-secret-0123456789");
-  auto got = l.w->receive(2);
+  auto got = l.workers->receive(2);
   ASSERT_EQ(got.size(), 2u);
   for (const auto& r : got) {
     const bool old_key = r.hdr.rank == 0;
@@ -195,7 +183,7 @@ TEST(Reload, ARotatedSecretIsAcceptedDuringItsOverlapAndAnsweredInKind) {
   // After the overlap the old secret is refused.
   std::this_thread::sleep_for(std::chrono::milliseconds(450));
   l.push(j, 0, 2, 1, "old-secret-0123456789");
-  EXPECT_TRUE(l.w->receive(1, std::chrono::milliseconds(200)).empty());
+  EXPECT_TRUE(l.workers->receive(1, std::chrono::milliseconds(200)).empty());
   EXPECT_EQ(drops(*l.engine, Drop::bad_tag), 1u);
 }
 
@@ -204,7 +192,7 @@ TEST(Reload, DrainStopsNewRoundsAndResetStartsANewEpoch) {
   EXPECT_EQ(l.round_trip(1, 0, 1, 1), 2.0f);
   ASSERT_TRUE(l.engine->drain("job1").has_value());
   l.push(l.job(1), 0, 1, 1);
-  auto refused = l.w->receive(1);
+  auto refused = l.workers->receive(1);
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].hdr.status, proto::Status::draining);
   EXPECT_EQ(drops(*l.engine, Drop::draining), 1u);
@@ -213,7 +201,7 @@ TEST(Reload, DrainStopsNewRoundsAndResetStartsANewEpoch) {
   ASSERT_TRUE(l.engine->reset("job1").has_value());
   EXPECT_EQ(l.counters(1).resets, 1u);
   l.push(l.job(1), 0, 1, 1);  // epoch 0: the job is in epoch 1 now
-  auto old = l.w->receive(1);
+  auto old = l.workers->receive(1);
   ASSERT_EQ(old.size(), 1u);
   EXPECT_EQ(old[0].hdr.status, proto::Status::epoch_mismatch);
   EXPECT_EQ(old[0].hdr.aux, 1u);

@@ -165,19 +165,13 @@ void flood_with_answered_pushes(Workers& w, const engine::Engine& engine, const 
 // 512 (half of the 1024 slots outside the pool) and borrow 512 of the pool. B's round then completes and
 // its results wait in B's guarantee until the workers read.
 TEST(Shares, AFloodOfAnsweredPushesFillsOnlyItsJobsTransmitShare) {
-  RingLink link{1};
   auto a = make_job(1, 2, {352});
   a.secret = "alpha-secret-of-16+";
   auto b = make_job(2, 2, {352});
   b.secret = "beta-secret-of-16+-";
-  auto cfg = make_config(link.server_name(), 1, {a, b});
-  auto e = engine::Engine::create(cfg);
-  ASSERT_TRUE(e) << e.error();
-  auto& engine = *e;
-  ASSERT_TRUE(engine->start());
-  Workers w(link.worker_name(), 1, *engine);
-  (void)w.layout(a, 1);
-  (void)w.layout(b, 1);
+  StartedEngine s(1, {a, b});
+  auto& engine = s.engine;
+  Workers& w = *s.workers;
 
   constexpr uint64_t kFlood = 4095 + 1024 + 600;
   ASSERT_NO_FATAL_FAILURE(flood_with_answered_pushes(w, *engine, a, kFlood));
@@ -190,26 +184,20 @@ TEST(Shares, AFloodOfAnsweredPushesFillsOnlyItsJobsTransmitShare) {
   for (const auto& r : results) EXPECT_EQ(decode(r.payload, Dtype::fp32)[0], 5.0f);
   EXPECT_EQ(all_job_drops(*engine, 1), 0u) << "nothing of B dropped";
   EXPECT_EQ(engine->totals().lcores.drops[static_cast<size_t>(Drop::tx_full)], 0u);
-  engine->stop();
 }
 
 // A job's burst may be far larger than its guarantee: 1 worker of 16 is guaranteed 64 slots. While job A's
 // flood holds its guarantee and all it may borrow, B's 300 results, completed at once, borrow from what is
 // left of the pool and all reach the worker (with the slots split by workers alone, B could hold 128).
 TEST(Shares, AJobsBurstBeyondItsGuaranteeBorrowsFromThePoolBesideAFlood) {
-  RingLink link{1};
   auto a = make_job(1, 15, {352});
   a.secret = "alpha-secret-of-16+";
   constexpr uint32_t kBurst = 300;
   auto b = make_job(2, 1, std::vector<uint64_t>(kBurst, 352));
   b.secret = "beta-secret-of-16+-";
-  auto cfg = make_config(link.server_name(), 1, {a, b});
-  auto e = engine::Engine::create(cfg);
-  ASSERT_TRUE(e) << e.error();
-  auto& engine = *e;
-  ASSERT_TRUE(engine->start());
-  Workers w(link.worker_name(), 1, *engine);
-  (void)w.layout(a, 1);
+  StartedEngine s(1, {a, b});
+  auto& engine = s.engine;
+  Workers& w = *s.workers;
   ASSERT_EQ(w.layout(b, 1).chunks().size(), kBurst);
   w.prove(b, 0);
 
@@ -223,7 +211,6 @@ TEST(Shares, AJobsBurstBeyondItsGuaranteeBorrowsFromThePoolBesideAFlood) {
   for (const auto& r : results) EXPECT_EQ(decode(r.payload, Dtype::fp32)[0], 2.0f);
   EXPECT_EQ(all_job_drops(*engine, 1), 0u) << "nothing of B dropped";
   EXPECT_EQ(engine->totals().lcores.drops[static_cast<size_t>(Drop::tx_full)], 0u);
-  engine->stop();
 }
 
 }  // namespace

@@ -12,28 +12,18 @@ namespace {
 
 using engine::Drop;
 
-struct TwoJobs {
-  RingLink link{1};
-  config::Config cfg;
-  std::unique_ptr<engine::Engine> engine;
-  std::unique_ptr<Workers> w;
+config::Job secret_job(uint32_t id, const std::string& secret) {
+  auto j = make_job(id, 2, {352});
+  j.secret = secret;
+  return j;
+}
 
-  TwoJobs() {
-    auto a = make_job(1, 2, {352});
-    a.secret = "alpha-secret";
-    auto b = make_job(2, 2, {352});
-    b.secret = "beta-secret";
-    b.allowed_sources = {{kServerIp & 0xffffff00, 24}};
-    cfg = make_config(link.server_name(), 1, {a, b});
-    auto e = engine::Engine::create(cfg);
-    if (!e) throw std::runtime_error(e.error());
-    engine = std::move(*e);
-    if (!engine->start()) throw std::runtime_error("start");
-    w = std::make_unique<Workers>(link.worker_name(), 1, *engine);
-    (void)w->layout(cfg.jobs[0], 1);
-    (void)w->layout(cfg.jobs[1], 1);
-  }
-  ~TwoJobs() { engine->stop(); }
+// Job 1 (alpha) from anywhere, job 2 (beta) only from the workers' /24.
+struct TwoJobs : StartedEngine {
+  TwoJobs()
+      : StartedEngine(1, {secret_job(1, "alpha-secret"), secret_job(2, "beta-secret")}, [](config::Config& c) {
+          c.jobs[1].allowed_sources = {{kServerIp & 0xffffff00, 24}};
+        }) {}
 
   proto::Header push(uint32_t round, uint16_t rank) {
     proto::Header h;
@@ -50,21 +40,21 @@ TEST(Tenants, ForgedAndForeignPacketsAreDroppedPerReasonOthersUnaffected) {
   TwoJobs t;
   const auto& a = t.cfg.jobs[0];
   const auto& b = t.cfg.jobs[1];
-  t.w->send(a, 0, t.push(0, 0), t.payload(1), "wrong-secret");  // bad tag
-  t.w->send(a, 0, t.push(0, 0), t.payload(1), b.secret);        // another job's secret
-  t.w->send(a, 5, t.push(0, 5), t.payload(1));                  // rank outside the job
+  t.workers->send(a, 0, t.push(0, 0), t.payload(1), "wrong-secret");  // bad tag
+  t.workers->send(a, 0, t.push(0, 0), t.payload(1), b.secret);        // another job's secret
+  t.workers->send(a, 5, t.push(0, 5), t.payload(1));                  // rank outside the job
   proto::Header unknown = t.push(0, 0);
   unknown.job_id = 99;
-  t.w->send(a, 0, unknown, t.payload(1));                       // unknown job id on job 1's port
+  t.workers->send(a, 0, unknown, t.payload(1));                       // unknown job id on job 1's port
   proto::Header other = t.push(0, 0);
   other.job_id = 2;
-  t.w->send(a, 0, other, t.payload(1), b.secret);               // job 2's packet on job 1's port
-  EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
+  t.workers->send(a, 0, other, t.payload(1), b.secret);               // job 2's packet on job 1's port
+  EXPECT_TRUE(t.workers->receive(1, std::chrono::milliseconds(200)).empty());
 
   // Meanwhile job 2 runs a round normally.
-  t.w->send(b, 0, t.push(0, 0), t.payload(2));
-  t.w->send(b, 1, t.push(0, 1), t.payload(3));
-  auto got = t.w->receive(2);
+  t.workers->send(b, 0, t.push(0, 0), t.payload(2));
+  t.workers->send(b, 1, t.push(0, 1), t.payload(3));
+  auto got = t.workers->receive(2);
   ASSERT_EQ(got.size(), 2u);
   for (const auto& r : got) {
     EXPECT_EQ(r.hdr.job_id, 2u);
@@ -85,17 +75,13 @@ TEST(Tenants, ForgedAndForeignPacketsAreDroppedPerReasonOthersUnaffected) {
 // job. For a job with a secret, only frames with the job's tag take a slot: a forged flood is dropped and
 // counted on the lcore that received it.
 TEST(Tenants, ForgedFramesTakeNoHandOffRingSlot) {
-  RingLink link{2};
   auto job = make_job(1, 2, {352 * 2});
   job.chunk_bytes = 352 * 4;  // two chunks: lcore 0 owns one, lcore 1 the other
   job.secret = "handoff-secret";
-  auto cfg = make_config(link.server_name(), 2, {job});
-  auto e = engine::Engine::create(cfg);
-  ASSERT_TRUE(e) << e.error();
-  auto& engine = *e;
-  ASSERT_TRUE(engine->start());
-  Workers w(link.worker_name(), 2, *engine);
-  const auto& l = w.layout(job, 2);
+  StartedEngine s(2, {job});
+  auto& engine = s.engine;
+  Workers& w = *s.workers;
+  const auto& l = s.layout(0);
   ASSERT_EQ(l.chunk_count(), 2u);
   const uint32_t chunk = l.chunk(0).owner == 1 ? 0 : 1;  // the chunk lcore 1 owns
 
@@ -125,7 +111,6 @@ TEST(Tenants, ForgedFramesTakeNoHandOffRingSlot) {
   EXPECT_EQ(t.lcores.redirected_out, 2u) << "only the genuine frames took a ring slot";
   EXPECT_EQ(t.lcores.drops[static_cast<size_t>(Drop::bad_tag)], static_cast<uint64_t>(kForged));
   EXPECT_EQ(t.lcores.drops[static_cast<size_t>(Drop::ring_full)], 0u);
-  engine->stop();
 }
 
 TEST(Tenants, SourcesOutsideTheAllowedPrefixAreDropped) {
@@ -134,14 +119,14 @@ TEST(Tenants, SourcesOutsideTheAllowedPrefixAreDropped) {
   // Craft a push from 10.0.0.7 by hand.
   proto::Header h = t.push(0, 0);
   h.job_id = b.id;
-  auto addrs = t.w->addrs(0, b.port_base);
+  auto addrs = t.workers->addrs(0, b.port_base);
   addrs.src_ip = 0x0a000007;
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + 352 * 4);
   ASSERT_TRUE(proto::build_phub_frame(addrs, h, t.payload(1), frame).has_value());
   proto::sign_header(proto::derive_key(b.secret, b.id), std::span(frame).subspan(42).first<proto::kHeaderBytes>());
   proto::refresh_udp_checksum(frame);  // the tag changed bytes under it
-  t.w->send_frame(frame, 0);
-  EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
+  t.workers->send_frame(frame, 0);
+  EXPECT_TRUE(t.workers->receive(1, std::chrono::milliseconds(200)).empty());
   EXPECT_EQ(drops(*t.engine, Drop::source_not_allowed), 1u);
 }
 
@@ -151,31 +136,31 @@ TEST(Tenants, MalformedFramesAreCountedAndServiceGoesOn) {
   std::vector<std::byte> good(proto::kFrameHeadersBytes + 352 * 4);
   proto::Header h = t.push(0, 0);
   h.job_id = a.id;
-  ASSERT_TRUE(proto::build_phub_frame(t.w->addrs(0, a.port_base), h, t.payload(1), good).has_value());
+  ASSERT_TRUE(proto::build_phub_frame(t.workers->addrs(0, a.port_base), h, t.payload(1), good).has_value());
   proto::sign_header(proto::derive_key(a.secret, a.id), std::span(good).subspan(42).first<proto::kHeaderBytes>());
   proto::refresh_udp_checksum(good);
 
   auto truncated = good;
   truncated.resize(60);  // IPv4 total length now lies
-  t.w->send_frame(truncated, 0);
+  t.workers->send_frame(truncated, 0);
   auto lying = good;
   store_be<uint16_t>(lying.data() + 42 + 14, 100);  // payload_bytes lies
   proto::refresh_udp_checksum(lying);  // a sender's bug, not a corruption on the way: the checksum is right
-  t.w->send_frame(lying, 0);
+  t.workers->send_frame(lying, 0);
   auto bad_dtype = good;
   bad_dtype[42 + 6] = std::byte{9};
   proto::refresh_udp_checksum(bad_dtype);
-  t.w->send_frame(bad_dtype, 0);
+  t.workers->send_frame(bad_dtype, 0);
   auto huge = good;
   store_be<uint16_t>(huge.data() + 42 + 28, 65535);  // elem_count far beyond the payload
   proto::refresh_udp_checksum(huge);
-  t.w->send_frame(huge, 0);
+  t.workers->send_frame(huge, 0);
   proto::Header wrong_op = h;
   wrong_op.opcode = proto::Opcode::result;  // a server never receives results
-  t.w->send(a, 0, wrong_op, t.payload(1));
-  t.w->send_frame(std::vector<std::byte>(10, std::byte{0xab}), 0);  // not even Ethernet
+  t.workers->send(a, 0, wrong_op, t.payload(1));
+  t.workers->send_frame(std::vector<std::byte>(10, std::byte{0xab}), 0);  // not even Ethernet
 
-  EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
+  EXPECT_TRUE(t.workers->receive(1, std::chrono::milliseconds(200)).empty());
   EXPECT_EQ(malformed(*t.engine, proto::ParseError::ipv4_bad_total_length), 1u);
   EXPECT_EQ(malformed(*t.engine, proto::ParseError::payload_length_mismatch), 1u);
   EXPECT_EQ(malformed(*t.engine, proto::ParseError::bad_dtype), 1u);
@@ -183,9 +168,9 @@ TEST(Tenants, MalformedFramesAreCountedAndServiceGoesOn) {
   EXPECT_EQ(malformed(*t.engine, proto::ParseError::frame_too_short), 1u);
   EXPECT_EQ(drops(*t.engine, Drop::unexpected_opcode), 1u);
 
-  t.w->send_frame(good, 0);
-  t.w->send(a, 1, t.push(0, 1), t.payload(4));
-  auto got = t.w->receive(2);
+  t.workers->send_frame(good, 0);
+  t.workers->send(a, 1, t.push(0, 1), t.payload(4));
+  auto got = t.workers->receive(2);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(decode(got[0].payload, Dtype::fp32)[0], 5.0f);
 }
@@ -197,12 +182,12 @@ TEST(Tenants, HubForwardsAreDroppedBeforeTheyTouchARankOrARound) {
   TwoJobs t;
   const auto& a = t.cfg.jobs[0];
   const proto::AuthKey key = proto::derive_key(a.secret, a.id);
-  t.w->send(a, 0, t.push(0, 0), t.payload(1));
+  t.workers->send(a, 0, t.push(0, 0), t.payload(1));
   for (proto::Opcode op : {proto::Opcode::fwd_partial, proto::Opcode::fwd_result}) {
     proto::Header h = t.push(0, 0);
     h.opcode = op;
     h.job_id = a.id;
-    auto addrs = t.w->addrs(0, a.port_base);
+    auto addrs = t.workers->addrs(0, a.port_base);
     addrs.src_ip += 50;
     addrs.src_port += 50;
     std::vector<std::byte> frame(proto::kFrameHeadersBytes + 352 * 4);
@@ -210,13 +195,13 @@ TEST(Tenants, HubForwardsAreDroppedBeforeTheyTouchARankOrARound) {
     auto wire = std::span(frame).subspan(42).first<proto::kHeaderBytes>();
     proto::seal_fwd(key, proto::fwd_payload_key(key), wire, std::span(frame).subspan(42 + proto::kHeaderBytes));
     proto::refresh_udp_checksum(frame);
-    t.w->send_frame(frame, 0);
+    t.workers->send_frame(frame, 0);
   }
-  EXPECT_TRUE(t.w->receive(1, std::chrono::milliseconds(200)).empty());
+  EXPECT_TRUE(t.workers->receive(1, std::chrono::milliseconds(200)).empty());
   EXPECT_EQ(drops(*t.engine, Drop::unexpected_opcode), 2u);
 
-  t.w->send(a, 1, t.push(0, 1), t.payload(2));
-  auto got = t.w->receive(2);
+  t.workers->send(a, 1, t.push(0, 1), t.payload(2));
+  auto got = t.workers->receive(2);
   ASSERT_EQ(got.size(), 2u);
   for (const auto& r : got) {
     EXPECT_EQ(decode(r.payload, Dtype::fp32)[7], 3.0f);  // 1 + 2: no forward was summed
