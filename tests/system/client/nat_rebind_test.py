@@ -49,13 +49,6 @@ def nat_rules(seen, old=None):
             "}\n") % (phubnet.SERVER_IP, PORT, seen, phubnet.SERVER_IP, seen, PORT, counted)
 
 
-def nft(ns, text):
-    r = subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=text, text=True, capture_output=True,
-                       timeout=10)
-    if r.returncode != 0:
-        raise RuntimeError("nft: %s" % r.stderr.strip())
-
-
 def old_binding_packets(ns):
     """Packets the counter of the last old binding saw (nft's list output)."""
     out = subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "chain", "ip", "phubnat", "in"], capture_output=True,
@@ -73,7 +66,7 @@ def main():
     with phubnet.Net(workers=2, lcores=2, build_dir=build) as net:
         net.start_server([JOB], timeout_s=120)
         ns = net.ns_worker(1)
-        nft(ns, nat_rules(PORT_SEEN[0]))
+        phubnet.nft_apply(ns, nat_rules(PORT_SEEN[0]))
         # --no-gso: a UDP GSO batch leaves the output hook before the kernel segments and checksums it, and a
         # port rewritten there breaks the segments' checksums (the server drops them: udp_checksum_bad).
         args = ["--seconds", str(RUN_S), "--timeout-ms", str(TIMEOUT_MS), "--no-gso"]
@@ -85,7 +78,7 @@ def main():
             time.sleep(max(0.0, started + at - time.time()))
             if i > 0:
                 answers_lost.append(old_binding_packets(ns))
-            nft(ns, nat_rules(PORT_SEEN[i + 1], old=PORT_SEEN[i]))
+            phubnet.nft_apply(ns, nat_rules(PORT_SEEN[i + 1], old=PORT_SEEN[i]))
         time.sleep(max(0.0, started + RUN_S - 1 - time.time()))
         answers_lost.append(old_binding_packets(ns))
         results = livenet.finish_workers(procs, 60)

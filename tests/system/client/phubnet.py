@@ -49,6 +49,14 @@ def remove_runtime_dir(prefix):
     return not os.path.lexists(path)
 
 
+def nft_apply(ns, rules):
+    """Loads the nftables script `rules` (nft -f) in namespace ns; RuntimeError with nft's message if refused."""
+    r = subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=rules, text=True, capture_output=True,
+                       timeout=10)
+    if r.returncode != 0:
+        raise RuntimeError("nft (this kernel may lack what the rule needs): %s" % r.stderr.strip())
+
+
 def _interrupt(*_):
     raise KeyboardInterrupt()
 

@@ -165,22 +165,15 @@ def job_drops(net, name):
     return {r: n for r, n in j["drops"].items() if n}
 
 
-def nft_apply(ns, rules):
-    r = subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=rules, text=True, capture_output=True,
-                       timeout=10)
-    if r.returncode != 0:
-        raise RuntimeError("nft (this kernel may lack what the rule needs): %s" % r.stderr.strip())
-
-
 def nft_loss(br, ports, permille):
     """Loss on the bridge (family bridge, forward hook), both directions of the worker ports: a drop there looks
     like a lossy link to both ends. (In a worker's own output hook a drop makes sendmmsg fail with EPERM,
     which the client rightly takes for a local error, not a loss.)"""
     names = ", ".join('"%s"' % p for p in ports)
-    nft_apply(br, "table bridge %s {\n chain lossy { type filter hook forward priority 0; "
-                  "iifname { %s } numgen random mod 1000 < %d counter drop; "
-                  "oifname { %s } numgen random mod 1000 < %d counter drop; }\n}\n" % (NFT_TABLE, names, permille,
-                                                                                     names, permille))
+    phubnet.nft_apply(br, "table bridge %s {\n chain lossy { type filter hook forward priority 0; "
+                          "iifname { %s } numgen random mod 1000 < %d counter drop; "
+                          "oifname { %s } numgen random mod 1000 < %d counter drop; }\n}\n"
+                          % (NFT_TABLE, names, permille, names, permille))
 
 
 def nft_chain_packets(ns, family="bridge"):
@@ -255,7 +248,7 @@ def phase_dup(check, mx, net, sampler):
         'ip daddr %s meta l4proto udp numgen random mod 1000 < 50 counter dup to "w%d";' % (phubnet.worker_ip(i), i)
         for i in (0, 1))
     try:
-        nft_apply(br, rules)
+        phubnet.nft_apply(br, rules)
         res = run_fault(net, "dup")
         chains = nft_chain_packets(br, "netdev")
     finally:
@@ -358,7 +351,7 @@ def corrupt(check, mx, net, fault, job, payload, counter, extra_args=()):
              "oifname \"sv\" meta l4proto udp numgen random mod 1000 < 20 %s,32 set 0x5a5a5a5a counter; }\n}\n"
              % (NFT_TABLE, payload))
     try:
-        nft_apply(br, rules)
+        phubnet.nft_apply(br, rules)
         res = finish(start(net, job, [0, 1], ["--seconds", "2.5", "--timeout-ms", "20000"] + list(extra_args)))
         mangled = nft_dropped(br)
     finally:
