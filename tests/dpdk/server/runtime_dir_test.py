@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """DPDK test: phub-server removes its own EAL runtime directory (/var/run/dpdk/<file prefix>) when it exits
 (rte_eal_cleanup leaves it), also when it refuses to run after the EAL started, and leaves the directory of
-another phub-server running beside it with another prefix."""
+another phub-server running beside it with another prefix. The harnesses' removal of a killed process's
+directory keeps to the same rules."""
 import os
 import sys
 import tempfile
@@ -57,10 +58,37 @@ def refused_after_eal(a, t, d):
                 not os.path.lexists(runtime_dir(prefix)))
 
 
+def harness_removal(t, d):
+    """The harnesses' removal of a killed process's directory (procs.remove_runtime_dir, phubnet's too): the
+    tree goes, links in it go as links, a link in the directory's place stays, a path is not a prefix."""
+    keep = os.path.join(d, "keep")
+    open(keep, "w").close()
+    tree, link = "phubrt-d-%d" % os.getpid(), "phubrt-e-%d" % os.getpid()
+    os.makedirs(os.path.join(runtime_dir(tree), "sub"))
+    open(os.path.join(runtime_dir(tree), "sub", "config"), "w").close()
+    os.symlink(d, os.path.join(runtime_dir(tree), "link"))
+    os.symlink(d, runtime_dir(link))
+    try:
+        t.check("a killed process's directory is removed", procs.remove_runtime_dir(tree) and
+                not os.path.lexists(runtime_dir(tree)))
+        t.check("a link in the directory's place is left", procs.remove_runtime_dir(link) is False and
+                os.path.islink(runtime_dir(link)))
+        t.check("what the links point to is kept", os.path.isfile(keep))
+        try:
+            procs.remove_runtime_dir("../" + os.path.basename(d))
+            t.check("a path is refused as a prefix", False)
+        except ValueError:
+            t.check("a path is refused as a prefix", os.path.isfile(keep))
+    finally:
+        if os.path.islink(runtime_dir(link)):
+            os.unlink(runtime_dir(link))
+
+
 def body(a, t):
     with tempfile.TemporaryDirectory(prefix="phub-rtdir-") as d:
         side_by_side(a, t, d)
         refused_after_eal(a, t, d)
+        harness_removal(t, d)
 
 
 if __name__ == "__main__":

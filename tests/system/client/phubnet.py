@@ -17,8 +17,12 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "bench", "lib"))
+from phubbench.procs import remove_runtime_dir  # noqa: E402  (the checked removal of a killed EAL's directory)
 
 SERVER_IP = "198.18.0.1"
 FAMILY = "pcl"  # every namespace made here starts with this
@@ -30,23 +34,6 @@ def sh(*argv, check=True, capture=False, timeout=30):
     if check and r.returncode != 0:
         raise RuntimeError("command failed (%d): %s\n%s" % (r.returncode, " ".join(argv), r.stderr.strip()))
     return r.stdout if capture else r.returncode
-
-
-DPDK_RUNTIME = "/var/run/dpdk"  # a root process's EAL runtime directories: <this>/<file prefix>
-
-
-def remove_runtime_dir(prefix):
-    """Removes DPDK_RUNTIME/<prefix>, the runtime directory of an EAL started with --file-prefix `prefix` that
-    could not remove it itself (killed with SIGKILL). Only for a prefix the caller made; the prefix must be one
-    plain path component, and a symbolic link in the directory's place is left alone (rmtree never follows
-    links: those inside go as links). True if the directory is gone."""
-    if not prefix or prefix in (".", "..") or "/" in prefix:
-        raise ValueError("not an EAL file prefix: %r" % prefix)
-    path = os.path.join(DPDK_RUNTIME, prefix)
-    if os.path.islink(path):
-        return False
-    shutil.rmtree(path, ignore_errors=True)
-    return not os.path.lexists(path)
 
 
 def nft_apply(ns, rules):
