@@ -12,7 +12,7 @@ namespace {
 
 constexpr size_t kOffVersion = 0, kOffReserved = 1, kReservedBytes = 3, kOffWorkerNonce = 4,
                  kOffServerNonce = kOffWorkerNonce + kSessionNonceBytes, kOffReplyIpv4 = 36, kOffReplyPort = 40,
-                 kOffTailReserved = 42;
+                 kOffTailReserved = 42, kOffJoinPadding = kOffServerNonce;
 constexpr size_t kOffPayloadBytes = 14;  // header field payload_bytes
 
 void write_preamble(std::byte* p) noexcept {
@@ -20,19 +20,18 @@ void write_preamble(std::byte* p) noexcept {
   std::fill_n(p + kOffReserved, kReservedBytes, std::byte{0});
 }
 
+bool all_zero(std::span<const std::byte> bytes) noexcept {
+  return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+}
+
 bool preamble_ok(const std::byte* p) noexcept {
-  return p[kOffVersion] == std::byte{kHandshakeVersion} &&
-         std::all_of(p + kOffReserved, p + kOffReserved + kReservedBytes, [](std::byte b) { return b == std::byte{0}; });
+  return p[kOffVersion] == std::byte{kHandshakeVersion} && all_zero(std::span(p + kOffReserved, kReservedBytes));
 }
 
 SessionNonce nonce_at(const std::byte* p) noexcept {
   SessionNonce n;
   std::copy_n(p, kSessionNonceBytes, n.begin());
   return n;
-}
-
-bool all_zero(const SessionNonce& n) noexcept {
-  return std::all_of(n.begin(), n.end(), [](std::byte b) { return b == std::byte{0}; });
 }
 
 // The parts of accept_join and accept_joined that do not depend on the payload's kind.
@@ -47,13 +46,14 @@ bool header_and_tag_ok(const AuthKey& key, std::span<const std::byte, kHeaderByt
 void write_join_payload(const JoinPayload& p, std::span<std::byte, kJoinPayloadBytes> out) noexcept {
   write_preamble(out.data());
   std::copy(p.worker_nonce.begin(), p.worker_nonce.end(), out.data() + kOffWorkerNonce);
+  std::fill(out.begin() + kOffJoinPadding, out.end(), std::byte{0});
 }
 
 std::optional<JoinPayload> parse_join_payload(std::span<const std::byte> payload) noexcept {
   if (payload.size() != kJoinPayloadBytes || !preamble_ok(payload.data())) return std::nullopt;
   JoinPayload p;
   p.worker_nonce = nonce_at(payload.data() + kOffWorkerNonce);
-  if (all_zero(p.worker_nonce)) return std::nullopt;
+  if (all_zero(p.worker_nonce) || !all_zero(payload.subspan(kOffJoinPadding))) return std::nullopt;
   return p;
 }
 

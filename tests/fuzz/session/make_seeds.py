@@ -10,9 +10,9 @@ os.makedirs(out, exist_ok=True)
 
 worker_nonce = bytes(range(0x10, 0x20))
 server_nonce = bytes(range(0x80, 0x90))
-join = struct.pack("!B3x", 1) + worker_nonce
+join = struct.pack("!B3x", 1) + worker_nonce + bytes(24)  # padded to the joined's length
 joined = struct.pack("!B3x", 1) + worker_nonce + server_nonce + struct.pack("!IHH", 0xC6120065, 50003, 0)
-assert len(join) == 20 and len(joined) == 44
+assert len(join) == 44 and len(joined) == 44
 
 
 def header(opcode, payload):

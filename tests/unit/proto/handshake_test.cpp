@@ -64,6 +64,7 @@ TEST(Handshake, PayloadsRoundTripInTheDocumentedLayout) {
   EXPECT_EQ(jb[0], std::byte{kHandshakeVersion});
   EXPECT_EQ(jb[4], std::byte{0x21});
   EXPECT_EQ(jb[19], std::byte{0x30});
+  for (size_t i = 20; i < kJoinPayloadBytes; ++i) EXPECT_EQ(jb[i], std::byte{0}) << "padding " << i;
   EXPECT_EQ(parse_join_payload(jb), join);
 
   const JoinedPayload joined = sample_joined();
@@ -74,6 +75,12 @@ TEST(Handshake, PayloadsRoundTripInTheDocumentedLayout) {
   EXPECT_EQ(load_be<uint32_t>(b.data() + 36), 0xc6120065u);
   EXPECT_EQ(load_be<uint16_t>(b.data() + 40), 50003);
   EXPECT_EQ(parse_joined_payload(b), joined);
+}
+
+TEST(Handshake, AJoinIsNoShorterThanItsAnswer) {
+  // Before a source has proven its address the server sends it no more bytes than it received: the joined
+  // that answers a join (same header) must not be longer.
+  EXPECT_GE(kJoinPayloadBytes, kJoinedPayloadBytes);
 }
 
 TEST(Handshake, PayloadsOfEveryOtherLengthAreRefused) {
@@ -101,7 +108,7 @@ TEST(Handshake, WrongVersionReservedBytesZeroNoncesOrAddressAreRefused) {
   };
   EXPECT_FALSE(bad_join(0, std::byte{2}));
   EXPECT_FALSE(bad_join(0, std::byte{0}));
-  for (size_t at = 1; at <= 3; ++at) EXPECT_FALSE(bad_join(at, std::byte{1})) << at;
+  for (size_t at : {1u, 2u, 3u, 20u, 31u, 43u}) EXPECT_FALSE(bad_join(at, std::byte{1})) << at;
   EXPECT_FALSE(parse_join_payload(join_bytes(JoinPayload{})).has_value());
 
   auto bad_joined = [](size_t at, std::byte v) {

@@ -18,8 +18,10 @@ namespace phub::proto {
 
 inline constexpr uint8_t kHandshakeVersion = 1;
 
-// join payload, 20 bytes: 0 version u8 | 1 reserved, 3 bytes of 0 | 4 worker nonce, 16 bytes.
-inline constexpr size_t kJoinPayloadBytes = 20;
+// join payload, 44 bytes: 0 version u8 | 1 reserved, 3 bytes of 0 | 4 worker nonce, 16 bytes | 20 padding,
+// 24 bytes of 0. The padding makes a join as long as its answer: a server answers a source that has not
+// proven its address with no more bytes than it received (docs/protocol.md, "Address cookies").
+inline constexpr size_t kJoinPayloadBytes = 44;
 struct JoinPayload {
   SessionNonce worker_nonce{};
   friend bool operator==(const JoinPayload&, const JoinPayload&) = default;
@@ -38,7 +40,7 @@ struct JoinedPayload {
 };
 
 void write_join_payload(const JoinPayload& p, std::span<std::byte, kJoinPayloadBytes> out) noexcept;
-// Nothing unless exactly kJoinPayloadBytes, this version, reserved bytes 0 and a nonce not all zero.
+// Nothing unless exactly kJoinPayloadBytes, this version, reserved and padding bytes 0 and a nonce not all zero.
 [[nodiscard]] std::optional<JoinPayload> parse_join_payload(std::span<const std::byte> payload) noexcept;
 
 void write_joined_payload(const JoinedPayload& p, std::span<std::byte, kJoinedPayloadBytes> out) noexcept;
