@@ -28,10 +28,10 @@ class ReplayWindow {
   // that moving forward clears.
   static constexpr uint64_t kSpan = kBits - 64;  // 1984
 
-  // The 64-bit number whose low half is `low`, taken in the 2^32 numbers from the window's bottom
-  // (highest committed - kSpan + 1) on; before the high half first reaches 1, a low half below the bottom
-  // is taken ahead. A sender whose numbers run more than 2^32 - kSpan ahead of what arrives is misread; the
-  // tag check (session_tag.hpp covers the high half) then refuses the packet.
+  // The 64-bit number whose low half is `low`: the one among the 2^32 numbers from the window's bottom
+  // (highest committed - kSpan + 1) on, or while that bottom would lie below 0, the one below 2^32. A number
+  // behind the bottom, or more than 2^32 - kSpan ahead of the highest committed, is misread as another; the
+  // tag check (session_tag.hpp covers the high half) then refuses the packet. A session's numbers start low.
   [[nodiscard]] uint64_t infer(uint32_t low) const noexcept;
 
   // The verdict for `seq`, changing nothing (before the packet's tag is verified).
