@@ -13,6 +13,8 @@
 namespace phub::proto {
 namespace {
 
+// The SipHash state as locals of the function that runs the rounds: a std::byte input may alias anything,
+// so rounds on members would store them back before every load of the input.
 struct SipState {
   uint64_t v0, v1, v2, v3;
 
@@ -43,21 +45,43 @@ struct SipState {
 
 }  // namespace
 
-uint64_t siphash24(const AuthKey& key, std::span<const std::byte> data) noexcept {
-  SipState s{key.k0 ^ 0x736f6d6570736575ull, key.k1 ^ 0x646f72616e646f6dull, key.k0 ^ 0x6c7967656e657261ull,
-             key.k1 ^ 0x7465646279746573ull};
-  const size_t whole = data.size() / 8 * 8;
-  for (size_t i = 0; i < whole; i += 8) s.absorb(load_le<uint64_t>(data.data() + i));
+SipHasher::SipHasher(const AuthKey& key) noexcept
+    : v0_(key.k0 ^ 0x736f6d6570736575ull),
+      v1_(key.k1 ^ 0x646f72616e646f6dull),
+      v2_(key.k0 ^ 0x6c7967656e657261ull),
+      v3_(key.k1 ^ 0x7465646279746573ull) {}
 
-  std::byte tail[8] = {};
-  if (data.size() != whole) std::memcpy(tail, data.data() + whole, data.size() - whole);  // (data() may be null)
-  uint64_t last = load_le<uint64_t>(tail);
-  last |= static_cast<uint64_t>(data.size() & 0xff) << 56;
-  s.absorb(last);
+void SipHasher::update(std::span<const std::byte> piece) noexcept {
+  SipState s{v0_, v1_, v2_, v3_};
+  size_t i = 0;
+  size_t filled = length_ % 8;
+  length_ += piece.size();
+  if (filled != 0) {  // complete the word an earlier piece began
+    for (; filled < 8 && i < piece.size(); ++filled, ++i) {
+      partial_ |= static_cast<uint64_t>(piece[i]) << (8 * filled);
+    }
+    if (filled < 8) return;
+    s.absorb(partial_);
+    partial_ = 0;
+  }
+  const size_t words_end = i + (piece.size() - i) / 8 * 8;
+  for (; i < words_end; i += 8) s.absorb(load_le<uint64_t>(piece.data() + i));
+  for (size_t shift = 0; i < piece.size(); ++i, shift += 8) partial_ |= static_cast<uint64_t>(piece[i]) << shift;
+  v0_ = s.v0, v1_ = s.v1, v2_ = s.v2, v3_ = s.v3;
+}
 
+uint64_t SipHasher::finish() noexcept {
+  SipState s{v0_, v1_, v2_, v3_};
+  s.absorb(partial_ | (static_cast<uint64_t>(length_ & 0xff) << 56));
   s.v2 ^= 0xff;
   for (int i = 0; i < 4; ++i) s.round();
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+}
+
+uint64_t siphash24(const AuthKey& key, std::span<const std::byte> data) noexcept {
+  SipHasher h(key);
+  h.update(data);
+  return h.finish();
 }
 
 AuthKey derive_key(std::string_view secret, uint32_t job_id) noexcept {
@@ -78,10 +102,14 @@ AuthKey derive_key(std::string_view secret, uint32_t job_id) noexcept {
   return key;
 }
 
+void copy_untagged_header(std::span<const std::byte, kHeaderBytes> wire, std::span<std::byte, kHeaderBytes> out) noexcept {
+  std::memcpy(out.data(), wire.data(), kHeaderBytes);
+  std::memset(out.data() + kAuthTagOffset, 0, sizeof(uint64_t));
+}
+
 uint64_t header_tag(const AuthKey& key, std::span<const std::byte, kHeaderBytes> wire) noexcept {
   std::byte copy[kHeaderBytes];
-  std::memcpy(copy, wire.data(), kHeaderBytes);
-  std::memset(copy + kAuthTagOffset, 0, sizeof(uint64_t));
+  copy_untagged_header(wire, copy);
   return siphash24(key, copy);
 }
 

@@ -12,7 +12,7 @@ namespace {
 
 constexpr size_t kOffMagic = 0, kOffVersion = 2, kOffOpcode = 3, kOffFlags = 4, kOffDtype = 6, kOffStatus = 7,
                  kOffJob = 8, kOffRank = 12, kOffPayloadBytes = 14, kOffRound = 16, kOffChunk = 20,
-                 kOffElemOffset = 24, kOffElemCount = 28, kOffEpoch = 30, kOffAux = kAuxOffset, kOffSeq = 48,
+                 kOffElemOffset = 24, kOffElemCount = 28, kOffEpoch = 30, kOffAux = kAuxOffset, kOffSeq = kSeqOffset,
                  kOffReserved1 = 52;
 
 }  // namespace

@@ -2,6 +2,9 @@
 // the work the server does for the same packet anyway: summing its segment (352 fp32) into the running sum
 // with the selected agg kernel. RESULT lines (lower is better: the metric names say "_vs_sum") and a JSON
 // file.
+#include <sodium.h>
+
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +17,9 @@
 #include "phub/agg/kernels.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/frame.hpp"
+#include "phub/proto/replay_window.hpp"
+#include "phub/proto/session.hpp"
+#include "phub/proto/session_tag.hpp"
 
 namespace phub::bench {
 namespace {
@@ -118,11 +124,78 @@ int run(const Options& o) {
   measure("udp_checksum_vs_sum", "the UDP checksum in software (PMD without checksum offload)",
           [&] { g_sink = g_sink + proto::udp_checksum_ok(frame, *ip); });
 
+  // Sessions (issue 16, not yet on the wire): the session tag beside the job tag above, the anti-replay
+  // window, and the payload MAC candidates over the same 1408 bytes.
+  proto::SessionContext session;
+  session.rank = 3;
+  session.incarnation = 0x1234567;
+  session.worker_nonce = proto::draw_session_nonce();
+  session.server_nonce = proto::draw_session_nonce();
+  const proto::SessionKeys keys = proto::derive_session_keys(job_key, session);
+  const proto::ReplyAddress reply{a.src_ip, a.src_port};
+  const uint64_t seq = 0x100000005ull;
+  std::array<std::byte, proto::kHeaderBytes> session_wire{};
+  std::copy(wire.begin(), wire.end(), session_wire.begin());
+  proto::seal_session(keys.worker_tag, session_wire, reply, seq);
+  measure("session_tag_verify_vs_sum", "session tag: SipHash-2-4 of header, reply address, high seq half (64 bytes)",
+          [&] { g_sink = g_sink + proto::verify_session(keys.worker_tag, session_wire, reply, seq); });
+  proto::ReplayWindow window;
+  uint64_t next_seq = 1;
+  measure("replay_window_vs_sum", "anti-replay window: infer, check, commit of an in-order number",
+          [&] {
+            const uint64_t s = window.infer(proto::seq_low(next_seq++));
+            g_sink = g_sink + static_cast<uint64_t>(window.check(s)) + static_cast<uint64_t>(window.commit(s));
+          });
+  // Each payload MAC over the whole payload and over its first 64 bytes: the difference over the 1344 bytes
+  // between is the cost per byte, the rest the fixed cost per packet.
+  std::array<unsigned char, crypto_aead_chacha20poly1305_ietf_KEYBYTES> other_key{};
+  randombytes_buf(other_key.data(), other_key.size());
+  std::array<unsigned char, crypto_aead_chacha20poly1305_ietf_NPUBBYTES> nonce{};
+  auto siphash_mac = [&](std::span<const std::byte> p) {
+    g_sink = g_sink + proto::session_payload_mac(keys.worker_mac, seq, p);
+  };
+  auto poly1305_mac = [&](std::span<const std::byte> p) {
+    unsigned char tag[crypto_aead_chacha20poly1305_ietf_ABYTES];
+    unsigned long long tag_bytes = 0;
+    unsigned char no_ciphertext[1];  // nothing is encrypted; libsodium wants a buffer anyway
+    nonce[11] = static_cast<unsigned char>(g_sink);  // a fresh nonce per packet, as seq would give
+    crypto_aead_chacha20poly1305_ietf_encrypt_detached(no_ciphertext, tag, &tag_bytes, nullptr, 0,
+                                                       reinterpret_cast<const unsigned char*>(p.data()), p.size(),
+                                                       nullptr, nonce.data(), other_key.data());
+    g_sink = g_sink + tag[0];
+  };
+  auto blake2b_mac = [&](std::span<const std::byte> p) {
+    unsigned char tag[16];
+    crypto_generichash(tag, sizeof tag, reinterpret_cast<const unsigned char*>(p.data()), p.size(), other_key.data(),
+                       16);
+    g_sink = g_sink + tag[0];
+  };
+  constexpr size_t kShortBytes = 64;
+  const auto short_payload = payload.first(kShortBytes);
+  measure("payload_mac_siphash_vs_sum", "payload MAC, SipHash-2-4 of seq and the 1408 bytes (the one built)",
+          [&] { siphash_mac(payload); });
+  measure("payload_mac_siphash_64B_vs_sum", "the same over 64 bytes", [&] { siphash_mac(short_payload); });
+  measure("payload_mac_poly1305_vs_sum", "payload MAC, ChaCha20-Poly1305 (IETF) with the 1408 bytes as associated data",
+          [&] { poly1305_mac(payload); });
+  measure("payload_mac_poly1305_64B_vs_sum", "the same over 64 bytes", [&] { poly1305_mac(short_payload); });
+  measure("payload_mac_blake2b_vs_sum", "payload MAC, keyed BLAKE2b-128 of the 1408 bytes", [&] { blake2b_mac(payload); });
+  measure("payload_mac_blake2b_64B_vs_sum", "the same over 64 bytes", [&] { blake2b_mac(short_payload); });
+
   std::printf("defences: per packet of %u fp32 elements (%zu-byte frame), against summing it (%s kernels)\n", kElems,
               frame.size(), k.name);
   for (const Row& r : rows) {
     std::printf("RESULT defences %s=%.1fns limit=%.1fns ratio=%.3f   # %s\n", r.metric.c_str(), r.race.target_ns,
                 r.race.limit_ns, r.race.target_ns / r.race.limit_ns, r.what.c_str());
+  }
+  // Per byte and fixed per packet, from each MAC's pair of rows.
+  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+    const Row& whole = rows[i];
+    const Row& part = rows[i + 1];
+    if (!whole.metric.starts_with("payload_mac_") || part.metric.find("_64B_") == std::string::npos) continue;
+    const double per_byte = (whole.race.target_ns - part.race.target_ns) / double(payload.size() - kShortBytes);
+    const std::string name = whole.metric.substr(0, whole.metric.size() - std::string("_vs_sum").size());
+    std::printf("RESULT defences %s_per_byte=%.3fns %s_fixed=%.1fns\n", name.c_str(), per_byte, name.c_str(),
+                part.race.target_ns - per_byte * kShortBytes);
   }
   return write_json(o, rows) ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // Tests of SipHash-2-4 (reference vectors), header signing, and CRC32C.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <set>
@@ -37,6 +38,31 @@ TEST(SipHash, EveryLengthDiffers) {
   std::set<uint64_t> seen;
   for (size_t n = 0; n <= msg.size(); ++n) seen.insert(siphash24(reference_key(), std::span(msg).first(n)));
   EXPECT_EQ(seen.size(), msg.size() + 1);
+}
+
+TEST(SipHash, PiecesInAnySplitGiveTheValueOfTheWhole) {
+  // The reference vector of 15 bytes, fed in every split into three pieces, and a longer message in
+  // pieces of every length from 1 to 17 (pieces that end inside, at and across word boundaries).
+  std::array<std::byte, 15> msg{};
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<std::byte>(i);
+  for (size_t a = 0; a <= msg.size(); ++a) {
+    for (size_t b = a; b <= msg.size(); ++b) {
+      SipHasher h(reference_key());
+      h.update(std::span(msg).first(a));
+      h.update(std::span(msg).subspan(a, b - a));
+      h.update(std::span(msg).subspan(b));
+      ASSERT_EQ(h.finish(), 0xa129ca6149be45e5ull) << a << " " << b;
+    }
+  }
+  const auto long_msg = test::bytes_of(300, 9);
+  const uint64_t whole = siphash24(reference_key(), long_msg);
+  for (size_t piece = 1; piece <= 17; ++piece) {
+    SipHasher h(reference_key());
+    for (size_t at = 0; at < long_msg.size(); at += piece) {
+      h.update(std::span(long_msg).subspan(at, std::min(piece, long_msg.size() - at)));
+    }
+    EXPECT_EQ(h.finish(), whole) << "pieces of " << piece;
+  }
 }
 
 TEST(Auth, DerivedKeysDependOnTheSecretAndTheJob) {

@@ -20,6 +20,24 @@ struct AuthKey {
 // SipHash-2-4 (Aumasson & Bernstein), 64-bit output.
 [[nodiscard]] uint64_t siphash24(const AuthKey& key, std::span<const std::byte> data) noexcept;
 
+// SipHash-2-4 of a message given in pieces, without copying them together: update() with each piece in
+// order, then finish() once gives siphash24 of their concatenation.
+class SipHasher {
+ public:
+  explicit SipHasher(const AuthKey& key) noexcept;
+  void update(std::span<const std::byte> piece) noexcept;
+  [[nodiscard]] uint64_t finish() noexcept;
+
+ private:
+  uint64_t v0_, v1_, v2_, v3_;
+  uint64_t partial_ = 0;  // the bytes of an unfinished 8-byte word, little-endian
+  size_t length_ = 0;     // bytes so far
+};
+
+// Copy a wire header to `out` with its tag field zero: the start of every tag's input. (Hashing a copy in
+// one piece is faster than feeding the header around its tag field in pieces.)
+void copy_untagged_header(std::span<const std::byte, kHeaderBytes> wire, std::span<std::byte, kHeaderBytes> out) noexcept;
+
 // A job's 128-bit key from its configured secret and its id, by libsodium's KDF (BLAKE2b): the same
 // secret gives every job its own key. Server and workers derive it alike (docs/protocol.md, "Authentication").
 [[nodiscard]] AuthKey derive_key(std::string_view secret, uint32_t job_id) noexcept;

@@ -126,6 +126,7 @@ struct Header {
 inline constexpr size_t kAuthTagOffset = 40;
 inline constexpr size_t kCrcOffset = 32;
 inline constexpr size_t kAuxOffset = 36;
+inline constexpr size_t kSeqOffset = 48;
 
 // Parse and validate a phub header at the start of a UDP payload. Checks magic, version, opcode, dtype,
 // flags, reserved fields, payload_bytes against the real remaining length, elem_count against the payload
