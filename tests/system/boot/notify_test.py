@@ -6,7 +6,7 @@ on SIGTERM, and nothing at all from `--check` or from a start that fails. The se
 --no-huge --no-pci.
 
 --reload runs only the reload case instead: SIGHUP must give RELOADING=1 then READY=1, for a good config and
-for one that fails validation. It needs the live reload of issue 14 and is not registered with meson until then.
+for one that fails validation (meson registers it as boot-reload).
 """
 import argparse
 import os
