@@ -774,6 +774,32 @@ TEST(Engine, RacksNeedASecret) {
   EXPECT_NE(e.error().find("secret: required when racks are set"), std::string::npos) << e.error();
 }
 
+// ports[].steering with two lcores on net_ring, whose PMD takes no rte_flow rules: "flow" refuses the start,
+// naming the field and the port; "auto" falls back to the ring hand-off and says why; "ring" installs none.
+TEST(Engine, SteeringFlowRefusesAPortWithoutRulesAutoFallsBackToRings) {
+  // One link per engine: an engine that goes releases its port.
+  auto start = [](config::Steering steering) -> std::pair<std::string, std::string> {
+    RingLink link(2);
+    auto cfg = make_config(link.server_name(), 2, {make_job(1, 2, {4096})});
+    cfg.ports[0].steering = steering;
+    auto e = engine::Engine::create(cfg);
+    if (!e) return {e.error(), ""};
+    for (const auto& l : (*e)->startup_lines()) {
+      if (l.find("steering: ") != std::string::npos) return {"", l};
+    }
+    return {"", "no steering line"};
+  };
+  const auto [flow_error, flow_line] = start(config::Steering::flow);
+  EXPECT_EQ(flow_error.rfind("ports[1].steering: \"flow\" needs rte_flow rules, and ", 0), 0u) << flow_error << flow_line;
+  EXPECT_NE(flow_error.find(" refused them: "), std::string::npos) << flow_error;
+  const auto [auto_error, auto_line] = start(config::Steering::automatic);
+  EXPECT_EQ(auto_error, "");
+  EXPECT_EQ(auto_line.rfind("port p0 steering: ring hand-off (", 0), 0u) << auto_line;
+  const auto [ring_error, ring_line] = start(config::Steering::ring);
+  EXPECT_EQ(ring_error, "");
+  EXPECT_EQ(ring_line, "port p0 steering: ring hand-off (configured)");
+}
+
 TEST(Engine, ShardOwnsOnlyItsPartOfTheChunkMap) {
   auto job = make_job(1, 2, {8192 * 6});
   job.shard_count = 3;
