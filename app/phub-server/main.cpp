@@ -1,4 +1,5 @@
 // phub-server: load the Lua config, start the EAL, run the aggregation data plane until SIGTERM/SIGINT.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -127,7 +128,12 @@ int main(int argc, char** argv) {
       while (g_signal.load() == 0 || g_signal.load() == SIGHUP) {
         if (g_signal.load() == SIGHUP) {
           g_signal.store(0);
-          say(control.reload_start_file().body);
+          // The outcome, one log line per line (a refusal lists its reasons below its first line).
+          const std::string outcome = control.reload_start_file().body;
+          for (size_t at = 0, end = 0; at < outcome.size(); at = end + 1) {
+            end = std::min(outcome.find('\n', at), outcome.size());
+            if (end > at) say(outcome.substr(at, end - at));
+          }
         }
         // The control loop: control clients (it waits here, at most 20 ms), counters, housekeeping.
         (*socket)->poll_once(std::chrono::milliseconds(20));

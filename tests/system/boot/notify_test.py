@@ -234,6 +234,14 @@ def reload_case(check, server, tmp):
                 again = s.wait_for("READY", 30, after=reloading)
                 check(f"SIGHUP with {what}: READY=1 after RELOADING=1", again is not None, s.out[-1500:])
             check(f"SIGHUP with {what}: still running", s.proc.poll() is None, s.out[-1500:])
+            # The outcome in the log: every line of it a "phub: " line, a refusal's reason included.
+            s.pump(lambda: "phub: reload of " in s.out[len(mark["_out"]):] and s.out.endswith("\n"), 10)
+            logged = s.out[len(mark["_out"]):].splitlines()
+            outcome = [line for line in logged if line.startswith("phub: reload of ")]
+            want = ["applied: added 0, changed 0, removed 0, unchanged 1", "jobs[1].workers: 0 is not in 1..1024"][workers == 0]
+            check(f"SIGHUP with {what}: the outcome is logged, each line prefixed, no blank line",
+                  len(outcome) == 1 and "" not in logged and all(line.startswith("phub: ") for line in logged) and
+                  any(want in line for line in logged), "\n".join(logged))
         rc = s.stop()
         check("STOPPING=1 and a clean exit after the reloads", s.first("STOPPING") is not None and rc == 0,
               f"rc={rc}\n{s.out[-1500:]}")
