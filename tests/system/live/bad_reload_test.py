@@ -13,6 +13,7 @@ apply the new value (a reload reads included files again) while `phub-ctl config
 Usage: bad_reload_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
 import os
+import re
 import sys
 
 import livenet
@@ -80,6 +81,9 @@ def main():
                   "config changed: %d bytes before, %d after" % (len(before), len(after)))
         rc, status, _ = ctl("status")
         check("status counts 13 refused reloads", rc == 0 and "0 applied, 13 refused" in status, status.strip())
+        check("status names the last refusal's reason", re.search(r"; last: reload of \S+reload-13\.lua refused, the running config is "
+                                                        r"unchanged: \S+reload-13\.lua:2: include \"\.\./x\.lua\": ", status),
+              status.strip())
         bigger_b = phubnet.job(2, "B", 2, KEYS, 42200, rate_limit_pps=400000)
         text = net.config_text([A, bigger_b]).replace("rate_limit_pps = 400000", "rate_limit_pps = include('rate.lua')")
         path = livenet.write(os.path.join(net.tmp, "reload-good.lua"), text)

@@ -1,6 +1,8 @@
 // The control commands on a running server (see server_control.hpp).
 #include "phub/ctl/server_control.hpp"
 
+#include <algorithm>
+
 #include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
 #include "phub/ctl/reload.hpp"
@@ -115,7 +117,13 @@ Reply ServerControl::reload(std::optional<std::string_view> file) {
   } else {
     ++refused_;
   }
-  last_reload_ = r.message.substr(0, r.message.find('\n'));
+  // One line: a refusal's reasons (indented lines below its first) joined after it.
+  last_reload_.clear();
+  for (size_t at = 0, end = 0; at < r.message.size(); at = end + 1) {
+    end = std::min(r.message.find('\n', at), r.message.size());
+    const size_t text = r.message.find_first_not_of(' ', at);
+    if (text < end) last_reload_ += (last_reload_.empty() ? "" : " ") + r.message.substr(text, end - text);
+  }
   cache_.refresh(engine_);  // what phub-ctl shows next is the new state
   if (hook_) hook_(false, r.applied ? "aggregating: reloaded" : "aggregating: reload refused, config unchanged");
   return r.applied ? Reply::success(r.message + "\n") : Reply::failure(r.message);
