@@ -391,6 +391,24 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Allreduce,
                                            Shape{2, 8, Dtype::bf16, false, false}, Shape{1, 4, Dtype::fp16, false, true},
                                            Shape{2, 8, Dtype::fp32, true, false}, Shape{2, 3, Dtype::bf16, true, true}));
 
+// ports[].tx_copy: net_ring sends chains, so results go zero-copy (a header chained to the shared result
+// buffer) unless the port asks for copies; then every result is its own frame, and the sums are the same.
+TEST(Engine, TxCopyCopiesEveryResultIntoItsOwnFrame) {
+  for (const bool copy : {false, true}) {
+    SCOPED_TRACE(copy ? "tx_copy = true" : "tx_copy = false");
+    Server s(1, {make_job(1, 3, {9000, 5})}, [&](config::Config& c) { c.ports[0].tx_copy = copy; });
+    std::mt19937 rng(7);
+    for (uint32_t round = 0; round < 2; ++round) {
+      const size_t segments = push_round(s, 0, round, rng);
+      expect_results(s, 0, round, s.workers->receive(segments * 3), segments);
+    }
+    const uint64_t sent = job_counters(*s.engine, 0).results_sent;
+    EXPECT_GT(sent, 0u);
+    EXPECT_EQ(s.engine->totals().lcores.results_copied, copy ? sent : 0u);
+    EXPECT_EQ(s.engine->transmit_mbufs_in_use(), 0u);
+  }
+}
+
 // The server keeps each worker's frame headers from one result to the next: when the workers move (new
 // UDP ports, then new addresses) the results follow them, with valid IPv4 and UDP lengths and checksums
 // (parse_phub_frame checks them), also for the short last segments of each key.
