@@ -225,6 +225,7 @@ def reload_case(check, server, tmp):
         for what, workers in (("the same config", 1), ("a config that fails validation", 0)):
             s.write_config("net_ring0", workers)
             mark = s.messages[-1]
+            out_start = len(s.out)  # the previous outcome is read (below): it comes after its READY=1
             s.proc.send_signal(signal.SIGHUP)
             reloading = s.wait_for("RELOADING", 30, after=mark)
             check(f"SIGHUP with {what}: RELOADING=1", reloading is not None, s.out[-1500:])
@@ -235,10 +236,10 @@ def reload_case(check, server, tmp):
                 check(f"SIGHUP with {what}: READY=1 after RELOADING=1", again is not None, s.out[-1500:])
             check(f"SIGHUP with {what}: still running", s.proc.poll() is None, s.out[-1500:])
             # The outcome in the log: every line of it a "phub: " line, a refusal's reason included.
-            s.pump(lambda: "phub: reload of " in s.out[len(mark["_out"]):] and s.out.endswith("\n"), 10)
-            logged = s.out[len(mark["_out"]):].splitlines()
-            outcome = [line for line in logged if line.startswith("phub: reload of ")]
             want = ["applied: added 0, changed 0, removed 0, unchanged 1", "jobs[1].workers: 0 is not in 1..1024"][workers == 0]
+            s.pump(lambda: want in s.out[out_start:] and s.out.endswith("\n"), 10)
+            logged = s.out[out_start:].splitlines()
+            outcome = [line for line in logged if line.startswith("phub: reload of ")]
             check(f"SIGHUP with {what}: the outcome is logged, each line prefixed, no blank line",
                   len(outcome) == 1 and "" not in logged and all(line.startswith("phub: ") for line in logged) and
                   any(want in line for line in logged), "\n".join(logged))
