@@ -108,7 +108,9 @@ int main(int argc, char** argv) {
     phub::ctl::ServerControl control(**engine, counters, opts->config_path,
                                      [&](bool starting, const std::string& status) {
                                        starting ? notifier.reloading(status) : notifier.reloaded(status);
-                                     });
+                                     },
+                                     // A drain may outlast WatchdogSec (timeouts.drain_ms): the pings go on.
+                                     [&] { notifier.watchdog(std::chrono::steady_clock::now()); });
     auto socket = phub::ctl::ControlServer::open(cfg->control.socket_path, control);
     if (!socket) return fail("control.socket_path: " + socket.error());
     say("control socket: " + (*socket)->path());

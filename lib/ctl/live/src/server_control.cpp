@@ -28,8 +28,12 @@ std::string job_line(const engine::CounterReport::Job& j, const engine::JobPlan&
 }  // namespace
 
 ServerControl::ServerControl(engine::Engine& engine, CounterCache& cache, std::string config_path,
-                             ReloadHook hook)
-    : engine_(engine), cache_(cache), config_path_(std::move(config_path)), hook_(std::move(hook)) {}
+                             ReloadHook hook, std::function<void()> waiting)
+    : engine_(engine),
+      cache_(cache),
+      config_path_(std::move(config_path)),
+      hook_(std::move(hook)),
+      waiting_(std::move(waiting)) {}
 
 Reply ServerControl::status() {
   const auto& s = engine_.snapshot();
@@ -110,7 +114,7 @@ Reply ServerControl::version() { return Reply::success("phub-server " PHUB_VERSI
 Reply ServerControl::reload(std::optional<std::string_view> file) {
   const std::string path = file ? std::string(*file) : config_path_;
   if (hook_) hook_(true, "reloading " + (path.empty() ? std::string("the embedded config") : path));
-  const ReloadReport r = ctl::reload(engine_, path);
+  const ReloadReport r = ctl::reload(engine_, path, waiting_);
   if (r.applied) {
     ++applied_;
     config_path_ = path;  // a later SIGHUP reloads what runs now
