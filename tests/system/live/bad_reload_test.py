@@ -9,7 +9,8 @@ cannot both be admitted (each within its quota, together over limits.memory_byte
 file outside the config's directory. Each must exit 1 with a message on stderr that names the field and the
 reason, and leave `phub-ctl config` the same byte for byte. A good reload afterwards must still apply; it
 takes B's rate limit from an included file, and reloading the same config after that file changed must
-apply the new value (a reload reads included files again) while `phub-ctl config` stays one table.
+apply the new value (a reload reads included files again) while `phub-ctl config` stays one table; reloading
+what `phub-ctl config` printed must change nothing.
 Usage: bad_reload_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
 import os
@@ -98,6 +99,12 @@ def main():
               rc == 0 and "changed 1 (B)" in out and "rate_limit_pps = 300000" in dumped,
               "exit %d: %s" % (rc, (out + err).strip()[-400:]))
         check("phub-ctl config is one table, without include", "include" not in dumped, dumped[:400])
+        # What `phub-ctl config` prints is a config: reloading it changes nothing and prints the same again.
+        path = livenet.write(os.path.join(net.tmp, "dumped.lua"), dumped)
+        rc, out, err = ctl("reload", path)
+        check("reloading the output of phub-ctl config changes nothing",
+              rc == 0 and "applied: added 0, changed 0, removed 0, unchanged 2;" in out and ctl.config() == dumped,
+              "exit %d: %s" % (rc, (out + err).strip()[-400:]))
         ok, detail = livenet.workers_ok(livenet.finish_workers(traffic, 60))
         check("A's traffic meanwhile: every result verified", ok, detail)
         stats = ctl.stats()
