@@ -10,12 +10,14 @@ file outside the config's directory. Each must exit 1 with a message on stderr t
 reason, and leave `phub-ctl config` the same byte for byte. A good reload afterwards must still apply; it
 takes B's rate limit from an included file, and reloading the same config after that file changed must
 apply the new value (a reload reads included files again) while `phub-ctl config` stays one table; reloading
-what `phub-ctl config` printed must change nothing.
+what `phub-ctl config` printed must change nothing, and one that shortens control.metrics_interval_ms (from an
+hour to 50 ms) must take effect at once.
 Usage: bad_reload_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
 import os
 import re
 import sys
+import time
 
 import livenet
 from livenet import phubnet
@@ -107,6 +109,21 @@ def main():
               "exit %d: %s" % (rc, (out + err).strip()[-400:]))
         ok, detail = livenet.workers_ok(livenet.finish_workers(traffic, 60))
         check("A's traffic meanwhile: every result verified", ok, detail)
+        # control.metrics_interval_ms changes in place: from an hour to 50 ms, the samples come every 50 ms at once.
+        interval = re.search(r"metrics_interval_ms = \d+", dumped).group(0)
+        for n, ms in ((1, 3600000), (2, 50)):
+            path = livenet.write(os.path.join(net.tmp, "interval-%d.lua" % n),
+                                 dumped.replace(interval, "metrics_interval_ms = %d" % ms))
+            rc, out, err = ctl("reload", path)
+            check("a reload sets control.metrics_interval_ms = %d" % ms, rc == 0 and "server settings changed" in out,
+                  "exit %d: %s" % (rc, (out + err).strip()[-400:]))
+            if n == 1:  # the sample due under the old interval is taken: the next one is due in an hour
+                time.sleep(int(interval.split("= ")[1]) / 1000 + 0.3)
+            first = ctl.stats()["sample"]
+        time.sleep(1.0)
+        later = ctl.stats()["sample"]
+        check("after it, counter samples come every 50 ms (%d in 1 s)" % (later - first), later - first >= 10,
+              "sample %d, then %d one second later" % (first, later))
         stats = ctl.stats()
         a_drops = {k: v for k, v in livenet.job_of(stats, "A")["drops"].items() if v}
         check("A: no drops counted against it", not a_drops, "drops %s" % a_drops)
