@@ -1,4 +1,5 @@
 // phub-server: load the Lua config, start the EAL, run the aggregation data plane until SIGTERM/SIGINT.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -107,7 +108,9 @@ int main(int argc, char** argv) {
     phub::ctl::ServerControl control(**engine, counters, opts->config_path,
                                      [&](bool starting, const std::string& status) {
                                        starting ? notifier.reloading(status) : notifier.reloaded(status);
-                                     });
+                                     },
+                                     // A drain may outlast WatchdogSec (timeouts.drain_ms): the pings go on.
+                                     [&] { notifier.watchdog(std::chrono::steady_clock::now()); });
     auto socket = phub::ctl::ControlServer::open(cfg->control.socket_path, control);
     if (!socket) return fail("control.socket_path: " + socket.error());
     say("control socket: " + (*socket)->path());
@@ -121,23 +124,29 @@ int main(int argc, char** argv) {
                      " port(s)");
       phub::server::StatsLine stats(**engine);
       const auto t0 = std::chrono::steady_clock::now();
-      const uint32_t first_interval_ms = opts->stats_interval_ms ? opts->stats_interval_ms : cfg->control.stats_interval_ms;
-      auto next_stats = t0 + std::chrono::milliseconds(first_interval_ms);
-      auto next_sample = t0;
+      // The intervals are read from the running config at every turn (a reload may change them) and
+      // counted from the last sample or stats line: a shorter one takes effect at once.
+      auto last_stats = t0;
+      std::chrono::steady_clock::time_point last_sample{};  // long ago: the first turn takes a sample
       while (g_signal.load() == 0 || g_signal.load() == SIGHUP) {
         if (g_signal.load() == SIGHUP) {
           g_signal.store(0);
-          say(control.reload_start_file().body);
+          // The outcome, one log line per line (a refusal lists its reasons below its first line).
+          const std::string outcome = control.reload_start_file().body;
+          for (size_t at = 0, end = 0; at < outcome.size(); at = end + 1) {
+            end = std::min(outcome.find('\n', at), outcome.size());
+            if (end > at) say(outcome.substr(at, end - at));
+          }
         }
         // The control loop: control clients (it waits here, at most 20 ms), counters, housekeeping.
         (*socket)->poll_once(std::chrono::milliseconds(20));
         const auto now = std::chrono::steady_clock::now();
         notifier.watchdog(now);
         const auto& running = (*engine)->config();
-        if (now >= next_sample) {
+        if (now - last_sample >= std::chrono::milliseconds(running.control.metrics_interval_ms)) {
           counters.refresh(**engine);
           for (const auto& line : (*engine)->hub_events()) say(line);  // peer hubs: fingerprint, reachability
-          next_sample = now + std::chrono::milliseconds(running.control.metrics_interval_ms);
+          last_sample = now;
         }
         (*engine)->collect_retired();
         for (const auto& line : (*engine)->checkpoint_due()) say(line);  // checkpoint.every_rounds / every_s
@@ -146,9 +155,9 @@ int main(int argc, char** argv) {
           std::fflush(stdout);  // under systemd stdout is a socket to the journal, fully buffered
         }
         const uint32_t interval_ms = opts->stats_interval_ms ? opts->stats_interval_ms : running.control.stats_interval_ms;
-        if (interval_ms != 0 && now >= next_stats) {
+        if (interval_ms != 0 && now - last_stats >= std::chrono::milliseconds(interval_ms)) {
           say(stats.next());
-          next_stats = now + std::chrono::milliseconds(interval_ms);
+          last_stats = now;
         }
         if (opts->duration_s > 0 && now - t0 >= std::chrono::duration<double>(opts->duration_s)) break;
       }

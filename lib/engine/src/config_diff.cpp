@@ -46,10 +46,14 @@ void diff_server(const config::Config& a, const config::Config& b, ConfigDiff& d
   r.check("limits.mbufs", a.limits.mbufs, b.limits.mbufs, "the mbufs per port");
   r.check("limits.ring_entries", a.limits.ring_entries, b.limits.ring_entries, "the hand-off rings");
   r.check("control.socket_path", a.control.socket_path, b.control.socket_path, "the control socket");
+  // The Prometheus endpoint is bound once, at start.
+  r.check("control.metrics_address", a.control.metrics_address, b.control.metrics_address,
+          "the Prometheus endpoint");
   d.settings_changed = !(a.timeouts == b.timeouts) || a.limits.memory_bytes != b.limits.memory_bytes ||
                        a.limits.max_jobs != b.limits.max_jobs || a.limits.arp_icmp_per_s != b.limits.arp_icmp_per_s ||
                        a.limits.arp_icmp_burst != b.limits.arp_icmp_burst ||
                        a.control.stats_interval_ms != b.control.stats_interval_ms ||
+                       a.control.metrics_interval_ms != b.control.metrics_interval_ms ||
                        !(a.checkpoints == b.checkpoints);
 }
 

@@ -43,7 +43,8 @@ void Engine::collect_retired() {
   });
 }
 
-Expected<ReloadOutcome, std::vector<std::string>> Engine::apply(const config::Config& next) {
+Expected<ReloadOutcome, std::vector<std::string>> Engine::apply(const config::Config& next,
+                                                                const std::function<void()>& waiting) {
   ReloadOutcome out;
   const config::Config& running = config();
   out.diff = diff_configs(running, next);
@@ -101,6 +102,7 @@ Expected<ReloadOutcome, std::vector<std::string>> Engine::apply(const config::Co
         out.drain_timed_out = true;
         break;
       }
+      if (waiting) waiting();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     out.drain_ns = ns_since(drain_start);

@@ -365,6 +365,24 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Allreduce,
                                            Shape{2, 8, Dtype::bf16, false, false}, Shape{1, 4, Dtype::fp16, false, true},
                                            Shape{2, 8, Dtype::fp32, true, false}, Shape{2, 3, Dtype::bf16, true, true}));
 
+// ports[].tx_copy: net_ring sends chains, so results go zero-copy (a header chained to the shared result
+// buffer) unless the port asks for copies; then every result is its own frame, and the sums are the same.
+TEST(Engine, TxCopyCopiesEveryResultIntoItsOwnFrame) {
+  for (const bool copy : {false, true}) {
+    SCOPED_TRACE(copy ? "tx_copy = true" : "tx_copy = false");
+    Server s(1, {make_job(1, 3, {9000, 5})}, [&](config::Config& c) { c.ports[0].tx_copy = copy; });
+    std::mt19937 rng(7);
+    for (uint32_t round = 0; round < 2; ++round) {
+      const size_t segments = push_round(s, 0, round, rng);
+      expect_results(s, 0, round, s.workers->receive(segments * 3), segments);
+    }
+    const uint64_t sent = job_counters(*s.engine, 0).results_sent;
+    EXPECT_GT(sent, 0u);
+    EXPECT_EQ(s.engine->totals().lcores.results_copied, copy ? sent : 0u);
+    EXPECT_EQ(s.engine->transmit_mbufs_in_use(), 0u);
+  }
+}
+
 // The server keeps each worker's frame headers from one result to the next: when the workers move (new
 // UDP ports, then new addresses) the results follow them, with valid IPv4 and UDP lengths and checksums
 // (parse_phub_frame checks them), also for the short last segments of each key.
@@ -746,6 +764,32 @@ TEST(Engine, RacksNeedASecret) {
   auto e = engine::Engine::create(cfg);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.error().find("secret: required when racks are set"), std::string::npos) << e.error();
+}
+
+// ports[].steering with two lcores on net_ring, whose PMD takes no rte_flow rules: "flow" refuses the start,
+// naming the field and the port; "auto" falls back to the ring hand-off and says why; "ring" installs none.
+TEST(Engine, SteeringFlowRefusesAPortWithoutRulesAutoFallsBackToRings) {
+  // One link per engine: an engine that goes releases its port.
+  auto start = [](config::Steering steering) -> std::pair<std::string, std::string> {
+    RingLink link(2);
+    auto cfg = make_config(link.server_name(), 2, {make_job(1, 2, {4096})});
+    cfg.ports[0].steering = steering;
+    auto e = engine::Engine::create(cfg);
+    if (!e) return {e.error(), ""};
+    for (const auto& l : (*e)->startup_lines()) {
+      if (l.find("steering: ") != std::string::npos) return {"", l};
+    }
+    return {"", "no steering line"};
+  };
+  const auto [flow_error, flow_line] = start(config::Steering::flow);
+  EXPECT_EQ(flow_error.rfind("ports[1].steering: \"flow\" needs rte_flow rules, and ", 0), 0u) << flow_error << flow_line;
+  EXPECT_NE(flow_error.find(" refused them: "), std::string::npos) << flow_error;
+  const auto [auto_error, auto_line] = start(config::Steering::automatic);
+  EXPECT_EQ(auto_error, "");
+  EXPECT_EQ(auto_line.rfind("port p0 steering: ring hand-off (", 0), 0u) << auto_line;
+  const auto [ring_error, ring_line] = start(config::Steering::ring);
+  EXPECT_EQ(ring_error, "");
+  EXPECT_EQ(ring_line, "port p0 steering: ring hand-off (configured)");
 }
 
 TEST(Engine, ShardOwnsOnlyItsPartOfTheChunkMap) {

@@ -119,7 +119,7 @@ def main():
             full = destdir + path
             return os.path.isfile(full) and (not executable or os.access(full, os.X_OK))
 
-        for name in ("phub-server", "phub-pktgen", "phub-probe", "phub-demo-worker"):
+        for name in ("phub-server", "phub-ctl", "phub-pktgen", "phub-probe", "phub-demo-worker"):
             check(f"{under(o['bindir'], name)} is installed, executable", installed(under(o["bindir"], name), True))
         check(f"{under(o['sbindir'], 'phub-boot')} is installed, executable",
               installed(under(o["sbindir"], "phub-boot"), True))
@@ -131,7 +131,7 @@ def main():
               open(destdir + config).read() == open(destdir + default).read())
         for ex in ("rack.lua", "two-rack.lua", "racks.lua", "tenants.lua"):
             check(f"example {ex} is installed", installed(under(o["datadir"], "phub", "examples", ex)))
-        for doc in ("README.md", "server.md", "config.md"):
+        for doc in ("README.md", "server.md", "config.md", "ctl.md"):
             check(f"doc {doc} is installed", installed(under(o["datadir"], "doc", "phub", doc)))
         check("libphub-client.so.1 and its header are installed",
               os.path.exists(destdir + under(o["libdir"], "libphub-client.so.1")) and

@@ -6,7 +6,7 @@ on SIGTERM, and nothing at all from `--check` or from a start that fails. The se
 --no-huge --no-pci.
 
 --reload runs only the reload case instead: SIGHUP must give RELOADING=1 then READY=1, for a good config and
-for one that fails validation. It needs the live reload of issue 14 and is not registered with meson until then.
+for one that fails validation (meson registers it as boot-reload).
 """
 import argparse
 import os
@@ -225,6 +225,7 @@ def reload_case(check, server, tmp):
         for what, workers in (("the same config", 1), ("a config that fails validation", 0)):
             s.write_config("net_ring0", workers)
             mark = s.messages[-1]
+            out_start = len(s.out)  # the previous outcome is read (below): it comes after its READY=1
             s.proc.send_signal(signal.SIGHUP)
             reloading = s.wait_for("RELOADING", 30, after=mark)
             check(f"SIGHUP with {what}: RELOADING=1", reloading is not None, s.out[-1500:])
@@ -234,6 +235,14 @@ def reload_case(check, server, tmp):
                 again = s.wait_for("READY", 30, after=reloading)
                 check(f"SIGHUP with {what}: READY=1 after RELOADING=1", again is not None, s.out[-1500:])
             check(f"SIGHUP with {what}: still running", s.proc.poll() is None, s.out[-1500:])
+            # The outcome in the log: every line of it a "phub: " line, a refusal's reason included.
+            want = ["applied: added 0, changed 0, removed 0, unchanged 1", "jobs[1].workers: 0 is not in 1..1024"][workers == 0]
+            s.pump(lambda: want in s.out[out_start:] and s.out.endswith("\n"), 10)
+            logged = s.out[out_start:].splitlines()
+            outcome = [line for line in logged if line.startswith("phub: reload of ")]
+            check(f"SIGHUP with {what}: the outcome is logged, each line prefixed, no blank line",
+                  len(outcome) == 1 and "" not in logged and all(line.startswith("phub: ") for line in logged) and
+                  any(want in line for line in logged), "\n".join(logged))
         rc = s.stop()
         check("STOPPING=1 and a clean exit after the reloads", s.first("STOPPING") is not None and rc == 0,
               f"rc={rc}\n{s.out[-1500:]}")

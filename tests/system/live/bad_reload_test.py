@@ -9,11 +9,15 @@ cannot both be admitted (each within its quota, together over limits.memory_byte
 file outside the config's directory. Each must exit 1 with a message on stderr that names the field and the
 reason, and leave `phub-ctl config` the same byte for byte. A good reload afterwards must still apply; it
 takes B's rate limit from an included file, and reloading the same config after that file changed must
-apply the new value (a reload reads included files again) while `phub-ctl config` stays one table.
+apply the new value (a reload reads included files again) while `phub-ctl config` stays one table; reloading
+what `phub-ctl config` printed must change nothing, and one that shortens control.metrics_interval_ms (from an
+hour to 50 ms) must take effect at once.
 Usage: bad_reload_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
 import os
+import re
 import sys
+import time
 
 import livenet
 from livenet import phubnet
@@ -80,6 +84,9 @@ def main():
                   "config changed: %d bytes before, %d after" % (len(before), len(after)))
         rc, status, _ = ctl("status")
         check("status counts 13 refused reloads", rc == 0 and "0 applied, 13 refused" in status, status.strip())
+        check("status names the last refusal's reason", re.search(r"; last: reload of \S+reload-13\.lua refused, the running config is "
+                                                        r"unchanged: \S+reload-13\.lua:2: include \"\.\./x\.lua\": ", status),
+              status.strip())
         bigger_b = phubnet.job(2, "B", 2, KEYS, 42200, rate_limit_pps=400000)
         text = net.config_text([A, bigger_b]).replace("rate_limit_pps = 400000", "rate_limit_pps = include('rate.lua')")
         path = livenet.write(os.path.join(net.tmp, "reload-good.lua"), text)
@@ -94,8 +101,29 @@ def main():
               rc == 0 and "changed 1 (B)" in out and "rate_limit_pps = 300000" in dumped,
               "exit %d: %s" % (rc, (out + err).strip()[-400:]))
         check("phub-ctl config is one table, without include", "include" not in dumped, dumped[:400])
+        # What `phub-ctl config` prints is a config: reloading it changes nothing and prints the same again.
+        path = livenet.write(os.path.join(net.tmp, "dumped.lua"), dumped)
+        rc, out, err = ctl("reload", path)
+        check("reloading the output of phub-ctl config changes nothing",
+              rc == 0 and "applied: added 0, changed 0, removed 0, unchanged 2;" in out and ctl.config() == dumped,
+              "exit %d: %s" % (rc, (out + err).strip()[-400:]))
         ok, detail = livenet.workers_ok(livenet.finish_workers(traffic, 60))
         check("A's traffic meanwhile: every result verified", ok, detail)
+        # control.metrics_interval_ms changes in place: from an hour to 50 ms, the samples come every 50 ms at once.
+        interval = re.search(r"metrics_interval_ms = \d+", dumped).group(0)
+        for n, ms in ((1, 3600000), (2, 50)):
+            path = livenet.write(os.path.join(net.tmp, "interval-%d.lua" % n),
+                                 dumped.replace(interval, "metrics_interval_ms = %d" % ms))
+            rc, out, err = ctl("reload", path)
+            check("a reload sets control.metrics_interval_ms = %d" % ms, rc == 0 and "server settings changed" in out,
+                  "exit %d: %s" % (rc, (out + err).strip()[-400:]))
+            if n == 1:  # the sample due under the old interval is taken: the next one is due in an hour
+                time.sleep(int(interval.split("= ")[1]) / 1000 + 0.3)
+            first = ctl.stats()["sample"]
+        time.sleep(1.0)
+        later = ctl.stats()["sample"]
+        check("after it, counter samples come every 50 ms (%d in 1 s)" % (later - first), later - first >= 10,
+              "sample %d, then %d one second later" % (first, later))
         stats = ctl.stats()
         a_drops = {k: v for k, v in livenet.job_of(stats, "A")["drops"].items() if v}
         check("A: no drops counted against it", not a_drops, "drops %s" % a_drops)

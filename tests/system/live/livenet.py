@@ -65,6 +65,11 @@ def loop_gaps(stats):
     return [sum(c) for c in zip(*(lc["loop_gaps_us"] for lc in stats["lcores"]))]
 
 
+def max_gap_us(stats):
+    """The longest loop gap any lcore has had since the server started (max_gap_tsc), in microseconds."""
+    return max(lc["max_gap_tsc"] for lc in stats["lcores"]) * 1e6 / stats["tsc_hz"]
+
+
 def gap_bucket_name(stats, b):
     bounds = stats["loop_gap_bounds_us"]
     if b < 0:

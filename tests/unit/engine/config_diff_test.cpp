@@ -104,6 +104,22 @@ TEST(ConfigDiff, ArpIcmpLimitsChangeInPlaceUdpChecksumNeedsARestart) {
   EXPECT_NE(d.refused[0].find("udp_checksum"), std::string::npos) << d.refused[0];
 }
 
+// The control thread reads both intervals from the running config; the endpoint is bound once, at start.
+TEST(ConfigDiff, ControlIntervalsChangeInPlaceTheEndpointsNeedARestart) {
+  for (uint32_t config::Control::*interval : {&config::Control::stats_interval_ms, &config::Control::metrics_interval_ms}) {
+    auto next = base();
+    next.control.*interval = 50;
+    const auto d = diff_configs(base(), next);
+    EXPECT_TRUE(d.ok() && d.settings_changed && d.changed.empty());
+  }
+  auto moved = base();
+  moved.control.metrics_address = "127.0.0.1:19464";
+  moved.control.socket_path = "/run/phub/other.sock";
+  EXPECT_EQ(diff_configs(base(), moved).refused,
+            (std::vector<std::string>{"control.socket_path: changing the control socket needs a restart",
+                                      "control.metrics_address: changing the Prometheus endpoint needs a restart"}));
+}
+
 TEST(ConfigDiff, WhatNeedsARestartIsRefusedFieldByField) {
   auto next = base();
   next.jobs[1].workers = 8;

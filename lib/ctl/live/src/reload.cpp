@@ -16,7 +16,7 @@ std::string ms(uint64_t ns) {
 
 }  // namespace
 
-ReloadReport reload(engine::Engine& engine, const std::string& path) {
+ReloadReport reload(engine::Engine& engine, const std::string& path, const std::function<void()>& waiting) {
   const std::string name = path.empty() ? "the embedded default config" : path;
   auto cfg = path.empty() ? config::load_string(config::embedded_default(), "phub.lua (embedded default)")
                           : config::load_file(path);
@@ -25,7 +25,7 @@ ReloadReport reload(engine::Engine& engine, const std::string& path) {
     r.message = "reload of " + name + " refused, the running config is unchanged:\n  " + cfg.error();
     return r;
   }
-  auto out = engine.apply(*cfg);
+  auto out = engine.apply(*cfg, waiting);
   if (!out) {
     r.message = "reload of " + name + " refused, the running config is unchanged:";
     for (const auto& reason : out.error()) r.message += "\n  " + reason;

@@ -1,6 +1,8 @@
 // The control commands on a running server (see server_control.hpp).
 #include "phub/ctl/server_control.hpp"
 
+#include <algorithm>
+
 #include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
 #include "phub/ctl/reload.hpp"
@@ -26,8 +28,12 @@ std::string job_line(const engine::CounterReport::Job& j, const engine::JobPlan&
 }  // namespace
 
 ServerControl::ServerControl(engine::Engine& engine, CounterCache& cache, std::string config_path,
-                             ReloadHook hook)
-    : engine_(engine), cache_(cache), config_path_(std::move(config_path)), hook_(std::move(hook)) {}
+                             ReloadHook hook, std::function<void()> waiting)
+    : engine_(engine),
+      cache_(cache),
+      config_path_(std::move(config_path)),
+      hook_(std::move(hook)),
+      waiting_(std::move(waiting)) {}
 
 Reply ServerControl::status() {
   const auto& s = engine_.snapshot();
@@ -108,14 +114,20 @@ Reply ServerControl::version() { return Reply::success("phub-server " PHUB_VERSI
 Reply ServerControl::reload(std::optional<std::string_view> file) {
   const std::string path = file ? std::string(*file) : config_path_;
   if (hook_) hook_(true, "reloading " + (path.empty() ? std::string("the embedded config") : path));
-  const ReloadReport r = ctl::reload(engine_, path);
+  const ReloadReport r = ctl::reload(engine_, path, waiting_);
   if (r.applied) {
     ++applied_;
     config_path_ = path;  // a later SIGHUP reloads what runs now
   } else {
     ++refused_;
   }
-  last_reload_ = r.message.substr(0, r.message.find('\n'));
+  // One line: a refusal's reasons (indented lines below its first) joined after it.
+  last_reload_.clear();
+  for (size_t at = 0, end = 0; at < r.message.size(); at = end + 1) {
+    end = std::min(r.message.find('\n', at), r.message.size());
+    const size_t text = r.message.find_first_not_of(' ', at);
+    if (text < end) last_reload_ += (last_reload_.empty() ? "" : " ") + r.message.substr(text, end - text);
+  }
   cache_.refresh(engine_);  // what phub-ctl shows next is the new state
   if (hook_) hook_(false, r.applied ? "aggregating: reloaded" : "aggregating: reload refused, config unchanged");
   return r.applied ? Reply::success(r.message + "\n") : Reply::failure(r.message);

@@ -85,7 +85,7 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(icmp_replies, "ICMP echo requests answered")                                              \
   X(redirected_out, "frames handed to the owning lcore through its ring")                    \
   X(redirected_in, "frames received from another lcore's ring")                              \
-  X(results_copied, "result payloads copied because the port cannot send chained mbufs")    \
+  X(results_copied, "result payloads copied into their frames (ports[].tx_copy, or a port that cannot send chains)")    \
   X(idle_sleeps, "short sleeps after a run of empty polls")                                   \
   X(loops, "main loop iterations")                                                            \
   X(busy_loops, "iterations that found work")                                                 \

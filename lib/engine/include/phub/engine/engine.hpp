@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -155,8 +156,10 @@ class Engine {
   // refuses it whole if any difference needs a restart or a job cannot be admitted (every reason, each
   // naming its field), else prepares what new or changed jobs need, drains removed jobs (at most
   // timeouts.drain_ms), publishes one new snapshot, waits for every lcore to pass a quiescent state and
-  // retires the old one. Unchanged jobs keep their state, rounds and counters.
-  [[nodiscard]] Expected<ReloadOutcome, std::vector<std::string>> apply(const config::Config& next);
+  // retires the old one. Unchanged jobs keep their state, rounds and counters. `waiting`, if set, is called
+  // about every millisecond while the drain waits (the server pings systemd's watchdog from it).
+  [[nodiscard]] Expected<ReloadOutcome, std::vector<std::string>> apply(const config::Config& next,
+                                                                      const std::function<void()>& waiting = {});
   // Ask every lcore to start no new round of the job / restart its rounds in a new epoch (control thread).
   [[nodiscard]] Expected<void, std::string> drain(std::string_view job_name);
   [[nodiscard]] Expected<void, std::string> reset(std::string_view job_name);

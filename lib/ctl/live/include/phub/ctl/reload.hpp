@@ -2,6 +2,7 @@
 // what happened (or why nothing did) in words an operator can act on.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "phub/engine/engine.hpp"
@@ -13,7 +14,9 @@ struct ReloadReport {
   std::string message;  // one line on success; on refusal a first line, then one line per reason
 };
 
-// `path` empty: the embedded default config.
-[[nodiscard]] ReloadReport reload(engine::Engine& engine, const std::string& path);
+// `path` empty: the embedded default config. `waiting`: called while the reload waits for the rounds of
+// removed jobs (Engine::apply).
+[[nodiscard]] ReloadReport reload(engine::Engine& engine, const std::string& path,
+                                  const std::function<void()>& waiting = {});
 
 }  // namespace phub::ctl

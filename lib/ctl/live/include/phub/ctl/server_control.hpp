@@ -17,7 +17,10 @@ class ServerControl : public Handler {
   // Called before (true) and after (false) every reload, with a status line (systemd's RELOADING/READY).
   using ReloadHook = std::function<void(bool starting, const std::string& status)>;
 
-  ServerControl(engine::Engine& engine, CounterCache& cache, std::string config_path, ReloadHook hook);
+  // `waiting`: called about every millisecond while a reload waits for a removed job's rounds (up to
+  // timeouts.drain_ms), so that the control loop's duties that cannot wait that long (the watchdog) go on.
+  ServerControl(engine::Engine& engine, CounterCache& cache, std::string config_path, ReloadHook hook,
+                std::function<void()> waiting = {});
 
   Reply status() override;
   Reply stats(StatsFormat format) override;
@@ -39,6 +42,7 @@ class ServerControl : public Handler {
   CounterCache& cache_;
   std::string config_path_;  // empty: the embedded default
   ReloadHook hook_;
+  std::function<void()> waiting_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   uint64_t applied_ = 0, refused_ = 0;
   std::string last_reload_;
