@@ -370,7 +370,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Allreduce,
 TEST(Engine, TxCopyCopiesEveryResultIntoItsOwnFrame) {
   for (const bool copy : {false, true}) {
     SCOPED_TRACE(copy ? "tx_copy = true" : "tx_copy = false");
-    Server s(1, {make_job(1, 3, {9000, 5})}, [&](config::Config& c) { c.ports[0].tx_copy = copy; });
+    StartedEngine s(1, {make_job(1, 3, {9000, 5})}, [&](config::Config& c) { c.ports[0].tx_copy = copy; });
     std::mt19937 rng(7);
     for (uint32_t round = 0; round < 2; ++round) {
       const size_t segments = push_round(s, 0, round, rng);
