@@ -185,7 +185,8 @@ class Switch {
   std::atomic<uint64_t> dropped{0};
   std::chrono::microseconds delay{0};
   // Non-zero: each hub's fwd_result frames leave one per `result_pace`, in the order they came (after
-  // `delay`), as from the queue of its slow uplink; other frames are not held behind them.
+  // `delay`), as from the queue of its slow uplink: each one takes `result_pace` to go out, also the first
+  // one on an idle link; other frames are not held behind them.
   std::chrono::microseconds result_pace{0};
   // Every hub_state frame hub `from` sent, in order (the switch thread adds, the test reads under the lock).
   std::vector<std::byte> last_state(size_t from, uint16_t epoch) {
@@ -212,7 +213,7 @@ class Switch {
           const auto now = std::chrono::steady_clock::now();
           const auto f = proto::parse_phub_frame(frame);
           if (result_pace.count() != 0 && f && f->hdr.opcode == proto::Opcode::fwd_result) {
-            paced_due_[i] = std::max(now + delay, paced_due_[i] + result_pace);
+            paced_due_[i] = std::max(now + delay, paced_due_[i]) + result_pace;
             paced_[i].push_back({paced_due_[i], i, std::move(frame)});
           } else if (delay.count() == 0) {
             deliver(i, frame);
