@@ -10,7 +10,7 @@
 namespace phub::proto {
 namespace {
 
-constexpr size_t kOffVersion = 0, kOffReserved = 1, kReservedBytes = 3, kOffWorkerNonce = 4,
+constexpr size_t kOffVersion = 0, kOffReserved = 1, kOffOptions = 1, kReservedBytes = 3, kOffWorkerNonce = 4,
                  kOffServerNonce = kOffWorkerNonce + kSessionNonceBytes, kOffReplyIpv4 = 36, kOffReplyPort = 40,
                  kOffTailReserved = 42, kOffJoinPadding = kOffServerNonce;
 constexpr size_t kOffPayloadBytes = 14;  // header field payload_bytes
@@ -26,6 +26,15 @@ bool all_zero(std::span<const std::byte> bytes) noexcept {
 
 bool preamble_ok(const std::byte* p) noexcept {
   return p[kOffVersion] == std::byte{kHandshakeVersion} && all_zero(std::span(p + kOffReserved, kReservedBytes));
+}
+
+// A joined's preamble: its first reserved byte holds the options.
+bool options_preamble_ok(const std::byte* p) noexcept {
+  const auto options = static_cast<uint8_t>(p[kOffOptions]);
+  const bool mac_without_session =
+      (options & session_option::payload_mac) != 0 && (options & session_option::session) == 0;
+  return p[kOffVersion] == std::byte{kHandshakeVersion} && (options & ~session_option::known) == 0 &&
+         !mac_without_session && all_zero(std::span(p + kOffOptions + 1, kReservedBytes - 1));
 }
 
 SessionNonce nonce_at(const std::byte* p) noexcept {
@@ -60,6 +69,7 @@ std::optional<JoinPayload> parse_join_payload(std::span<const std::byte> payload
 void write_joined_payload(const JoinedPayload& p, std::span<std::byte, kJoinedPayloadBytes> out) noexcept {
   std::byte* o = out.data();
   write_preamble(o);
+  o[kOffOptions] = std::byte{p.options};
   std::copy(p.worker_nonce.begin(), p.worker_nonce.end(), o + kOffWorkerNonce);
   std::copy(p.server_nonce.begin(), p.server_nonce.end(), o + kOffServerNonce);
   store_be<uint32_t>(o + kOffReplyIpv4, p.reply.ipv4);
@@ -68,9 +78,10 @@ void write_joined_payload(const JoinedPayload& p, std::span<std::byte, kJoinedPa
 }
 
 std::optional<JoinedPayload> parse_joined_payload(std::span<const std::byte> payload) noexcept {
-  if (payload.size() != kJoinedPayloadBytes || !preamble_ok(payload.data())) return std::nullopt;
+  if (payload.size() != kJoinedPayloadBytes || !options_preamble_ok(payload.data())) return std::nullopt;
   const std::byte* in = payload.data();
   JoinedPayload p;
+  p.options = static_cast<uint8_t>(in[kOffOptions]);
   p.worker_nonce = nonce_at(in + kOffWorkerNonce);
   p.server_nonce = nonce_at(in + kOffServerNonce);
   p.reply.ipv4 = load_be<uint32_t>(in + kOffReplyIpv4);

@@ -33,6 +33,7 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   h.opcode = static_cast<Opcode>(op);
   h.flags = load_be<uint16_t>(p + kOffFlags);
   if ((h.flags & ~flag::known) != 0) return ParseError::bad_flags;
+  if ((h.flags & flag::mac) != 0 && (h.flags & flag::crc) != 0) return ParseError::bad_flags;
   if (load_be<uint16_t>(p + kOffReserved1) != 0) return ParseError::reserved_nonzero;
   h.dtype = static_cast<Dtype>(dtype);
   h.status = static_cast<Status>(status);
@@ -52,7 +53,7 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   if (h.payload_bytes != udp_payload.size() - kHeaderBytes) return ParseError::payload_length_mismatch;
   // A hub message's crc32c field is half of its payload MAC; a partial is the unrounded fp32 sum.
   if (opcode_is_hub(h.opcode) &&
-      ((h.flags & flag::crc) != 0 || (h.opcode == Opcode::fwd_partial && h.dtype != Dtype::fp32))) {
+      ((h.flags & (flag::crc | flag::mac)) != 0 || (h.opcode == Opcode::fwd_partial && h.dtype != Dtype::fp32))) {
     return ParseError::bad_forward;
   }
   if (opcode_carries_elems(h.opcode)) {
@@ -61,6 +62,9 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
     }
   } else if (h.opcode == Opcode::hub_state) {
     if (!parse_hub_state(udp_payload.subspan(kHeaderBytes))) return ParseError::bad_hub_state;
+  } else if (h.opcode == Opcode::join || h.opcode == Opcode::joined) {
+    // The session handshake (handshake.hpp): a join and its answer are the same length.
+    if (h.payload_bytes != kHandshakePayloadBytes) return ParseError::unexpected_payload;
   } else if (h.payload_bytes != 0 && h.opcode != Opcode::probe_request && h.opcode != Opcode::probe_reply) {
     return ParseError::unexpected_payload;
   }

@@ -14,9 +14,14 @@
 namespace phub::proto {
 
 inline constexpr uint16_t kMagic = 0x5048;  // "PH"
-inline constexpr uint8_t kVersion = 2;  // 2: job epoch, join handshake, pull/init answers labelled as results,
-                                        // hub forwards (opcodes 4, 5 and 15, docs/hierarchy.md), hub state (14)
+inline constexpr uint8_t kVersion = 3;  // 2: job epoch, join handshake, pull/init answers labelled as results,
+                                        // hub forwards (opcodes 4, 5 and 15, docs/hierarchy.md), hub state (14);
+                                        // 3: join and joined carry the session handshake (handshake.hpp), the
+                                        // mac flag, session tags and sequence numbers (session_packet.hpp)
 inline constexpr size_t kHeaderBytes = 54;  // Eth 14 + IPv4 20 + UDP 8 + 54 = 96: payload 32-byte aligned in a frame
+// The payload of every join and joined (the session handshake, handshake.hpp): equal, so that answering a
+// join never sends more bytes than it received.
+inline constexpr size_t kHandshakePayloadBytes = 44;
 
 enum class Opcode : uint8_t {
   push = 1,           // worker -> server: a gradient contribution for (chunk, round, elements)
@@ -72,7 +77,9 @@ inline constexpr uint16_t retransmit = 1u << 1;  // sender resent this packet af
 inline constexpr uint16_t mean = 1u << 2;        // result: the payload is a mean, not a sum
 inline constexpr uint16_t epoch_start = 1u << 3;   // join from rank 0: start the header's (newer) epoch
 inline constexpr uint16_t fresh_weights = 1u << 4; // with epoch_start in a ps job: forget the weights too
-inline constexpr uint16_t known = crc | retransmit | mean | epoch_start | fresh_weights;
+inline constexpr uint16_t mac = 1u << 5;  // session packet: crc32c (high half) and aux (low half) hold a keyed
+                                          // MAC of the payload (session_packet.hpp); never with crc
+inline constexpr uint16_t known = crc | retransmit | mean | epoch_start | fresh_weights | mac;
 }  // namespace flag
 
 // Status codes carried by Opcode::error (and 0 everywhere else).
