@@ -29,8 +29,8 @@ def ipv4(proto, payload):
 
 
 def phub(opcode, dtype, count, payload):
-    # version 2: epoch 1 in the former reserved field at offset 30
-    h = struct.pack("!HBBHBBIHHIIIHHIIQIH", 0x5048, 2, opcode, 0, dtype, 0, 1, 3, len(payload), 5, 2,
+    # version 3: epoch 1 at offset 30
+    h = struct.pack("!HBBHBBIHHIIIHHIIQIH", 0x5048, 3, opcode, 0, dtype, 0, 1, 3, len(payload), 5, 2,
                     352 * 2, count, 1, 0, 0, 0, 7, 0)
     assert len(h) == 54
     return h + payload
@@ -46,6 +46,8 @@ for opcode in range(1, 16):
         carries = opcode in (1, 2, 4, 5, 11, 15)
         count = 4 if carries else 0
         payload = bytes(range(count * size)) if carries else b""
+        if opcode in (7, 13):  # join and joined carry the 44-byte session handshake (version 1, a nonce)
+            payload = bytes([1, 0, 0, 0]) + bytes(range(1, 17)) + bytes(24)
         frame = eth(0x0800) + ipv4(17, udp(phub(opcode, dtype, count, payload)))
         with open(os.path.join(out, f"op{opcode}_dt{dtype}"), "wb") as f:
             f.write(frame)

@@ -16,8 +16,8 @@ assert len(join) == 44 and len(joined) == 44
 
 
 def header(opcode, payload):
-    # version 2 header: job 3, rank 2, the payload's length, epoch 4, aux (incarnation) 0x5eed, seq 9
-    h = struct.pack("!HBBHBBIHHIIIHHIIQIH", 0x5048, 2, opcode, 0, 0, 0, 3, 2, len(payload), 0, 0, 0, 0, 4, 0,
+    # version 3 header: job 3, rank 2, the payload's length, epoch 4, aux (incarnation) 0x5eed, seq 9
+    h = struct.pack("!HBBHBBIHHIIIHHIIQIH", 0x5048, 3, opcode, 0, 0, 0, 3, 2, len(payload), 0, 0, 0, 0, 4, 0,
                     0x5EED, 0, 9, 0)
     assert len(h) == 54
     return h

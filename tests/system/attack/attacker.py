@@ -33,7 +33,7 @@ L234_BYTES = 14 + 20 + 8
 
 def message(opcode, job, rank, rnd, seg=None, payload=b"", epoch=0):
     offset, count = (0, 0) if seg is None else (seg * SEGMENT_ELEMS, SEGMENT_ELEMS)
-    return HEADER.pack(0x5048, 2, opcode, 0, 0, 0, job, rank, len(payload), rnd, 0, offset, count, epoch, 0, 0, 0,
+    return HEADER.pack(0x5048, 3, opcode, 0, 0, 0, job, rank, len(payload), rnd, 0, offset, count, epoch, 0, 0, 0,
                        0, 0) + payload
 
 

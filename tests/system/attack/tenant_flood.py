@@ -35,7 +35,7 @@ CHUNKS = 2  # the job's keys: two chunks of SEGMENTS segments each
 
 
 def push(job, rank, chunk, seg, payload):
-    return HEADER.pack(0x5048, 2, PUSH, 0, 0, 0, job, rank, len(payload), 0, chunk, seg * SEGMENT_ELEMS, SEGMENT_ELEMS,
+    return HEADER.pack(0x5048, 3, PUSH, 0, 0, 0, job, rank, len(payload), 0, chunk, seg * SEGMENT_ELEMS, SEGMENT_ELEMS,
                        0, 0, 0, 0, 0, 0) + payload
 
 

@@ -117,7 +117,12 @@ TEST(Handshake, WrongVersionReservedBytesZeroNoncesOrAddressAreRefused) {
     return parse_joined_payload(b).has_value();
   };
   EXPECT_FALSE(bad_joined(0, std::byte{2}));
-  for (size_t at : {1u, 2u, 3u, 42u, 43u}) EXPECT_FALSE(bad_joined(at, std::byte{1})) << at;
+  for (size_t at : {2u, 3u, 42u, 43u}) EXPECT_FALSE(bad_joined(at, std::byte{1})) << at;
+  // The options byte: unknown bits, and a payload MAC without a session, are refused.
+  EXPECT_FALSE(bad_joined(1, std::byte{0x04}));
+  EXPECT_FALSE(bad_joined(1, std::byte{session_option::payload_mac}));
+  EXPECT_TRUE(bad_joined(1, std::byte{session_option::session}));
+  EXPECT_TRUE(bad_joined(1, std::byte{session_option::session | session_option::payload_mac}));
   JoinedPayload p = sample_joined();
   p.worker_nonce = {};
   EXPECT_FALSE(parse_joined_payload(joined_bytes(p)).has_value());
@@ -130,6 +135,9 @@ TEST(Handshake, WrongVersionReservedBytesZeroNoncesOrAddressAreRefused) {
   p = sample_joined();
   p.reply.udp_port = 0;
   EXPECT_FALSE(parse_joined_payload(joined_bytes(p)).has_value());
+  p = sample_joined();
+  p.options = session_option::session | session_option::payload_mac;
+  EXPECT_EQ(parse_joined_payload(joined_bytes(p)), p);  // the options travel
 }
 
 TEST(Handshake, TheServerAcceptsOnlyASealedJoin) {

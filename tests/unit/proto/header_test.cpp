@@ -93,8 +93,8 @@ TEST_P(HeaderRejects, WithNamedReason) {
 INSTANTIATE_TEST_SUITE_P(
     Fields, HeaderRejects,
     ::testing::Values(Corruption{"magic", 0, 0x51, ParseError::bad_magic},
-                      Corruption{"version_1", 2, 1, ParseError::bad_version},
-                      Corruption{"version_3", 2, 3, ParseError::bad_version},
+                      Corruption{"version_2", 2, 2, ParseError::bad_version},
+                      Corruption{"version_4", 2, 4, ParseError::bad_version},
                       Corruption{"opcode_zero", 3, 0, ParseError::bad_opcode},
                       Corruption{"opcode_high", 3, 16, ParseError::bad_opcode},
                       Corruption{"opcode_255", 3, 255, ParseError::bad_opcode},
