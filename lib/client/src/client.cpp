@@ -36,7 +36,10 @@ Result<std::unique_ptr<Client>> Client::connect(const Options& o) {
   std::unique_ptr<Client> c(new Client(o));
   c->transport_ = std::move(*t);
   c->authenticated_ = !o.secret.empty();
-  if (c->authenticated_) c->auth_ = proto::derive_key(o.secret, o.job_id);
+  if (c->authenticated_) {
+    c->auth_ = proto::derive_key(o.secret, o.job_id);
+    c->handshake_auth_ = proto::handshake_key(c->auth_);
+  }
   c->queue_cap_ = 1024;
   c->headers_.resize(c->queue_cap_);
   c->queue_.reserve(c->queue_cap_);

@@ -52,9 +52,16 @@ void Client::start_joining(uint64_t now) {
   flush();
 }
 
+void Client::new_join_nonce(uint32_t owner) {
+  Membership& m = members_[owner];
+  m.join_nonce = proto::draw_session_nonce();
+  proto::write_join_payload(proto::JoinPayload{m.join_nonce}, m.join_payload);
+}
+
 void Client::begin_join(uint32_t owner, uint64_t now) {
   Membership& m = members_[owner];
-  m = Membership{};
+  m = Membership{};  // a session of an earlier join ends too: the new join's answer brings the next one
+  new_join_nonce(owner);
   if (opt_.rank == 0 && opt_.restart_job) {
     // Rank 0 of a run restarts the job. The start names the epoch after the current one; until the first
     // answer says which that is, guess 1 (a fresh server's job is in epoch 0).
@@ -98,6 +105,38 @@ void Client::set_lane_rounds(uint32_t owner, uint32_t round) {
   for (uint32_t c = 0; c < chunks_.size(); ++c) {
     if (lane_of(c) == owner) chunks_[c].round = round;
   }
+}
+
+std::optional<proto::JoinedPayload> Client::take_joined(std::span<const std::byte> bytes, uint32_t owner) const {
+  const Membership& m = members_[owner];
+  const auto wire = bytes.first<proto::kHeaderBytes>();
+  const auto payload = bytes.subspan(proto::kHeaderBytes);
+  if (authenticated_) return proto::accept_joined(handshake_auth_, wire, payload, m.join_nonce);
+  // Without a secret anyone can answer; the echoed nonce still tells an answer to this join from a stray one.
+  auto p = proto::parse_joined_payload(payload);
+  if (!p || p->worker_nonce != m.join_nonce) return std::nullopt;
+  return p;
+}
+
+void Client::establish_session(const proto::Header& h, const proto::JoinedPayload& p, uint32_t owner) {
+  Session& s = members_[owner].session;
+  // The server answers every resend of a join with the session it made for the first (same nonces): that
+  // session goes on, its numbers with it.
+  if (s.active && s.worker_nonce == p.worker_nonce && s.server_nonce == p.server_nonce) return;
+  proto::SessionContext ctx;
+  ctx.rank = opt_.rank;
+  ctx.incarnation = h.aux;
+  ctx.lcore_index = static_cast<uint16_t>(owner % opt_.server_lcores);
+  ctx.worker_nonce = p.worker_nonce;
+  ctx.server_nonce = p.server_nonce;
+  s = Session{};
+  s.active = true;
+  s.keys = proto::derive_session_keys(auth_, ctx);
+  s.worker_nonce = p.worker_nonce;
+  s.server_nonce = p.server_nonce;
+  s.reply = p.reply;
+  s.payload_mac = (p.options & proto::session_option::payload_mac) != 0;
+  ++st_.sessions;
 }
 
 void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {

@@ -5,6 +5,7 @@
 #include "phub/client/client.hpp"
 #include "phub/client/clock.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/session_tag.hpp"
 
 namespace phub::client {
 namespace {
@@ -49,8 +50,10 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
   h.rank = opt_.rank;
   h.round = round;
   h.chunk_id = chunk;
-  h.epoch = members_[lane_of(chunk)].epoch;
-  h.aux = members_[lane_of(chunk)].cookie;
+  const uint32_t owner = lane_of(chunk);
+  const Session& session = members_[owner].session;
+  h.epoch = members_[owner].epoch;
+  h.aux = session.active ? 0 : members_[owner].cookie;  // a session proves the address: no cookie
   const std::byte* payload = nullptr;
   uint32_t bytes = 0;
   if (seg != kWholeChunk) {
@@ -61,7 +64,7 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
       payload = payload_base + plan_->key_byte_offset(chunk, seg);
       bytes = static_cast<uint32_t>(n * plan_->elem_bytes());
       h.payload_bytes = static_cast<uint16_t>(bytes);
-      if (opt_.crc) {
+      if (opt_.crc && !(session.active && session.payload_mac)) {  // the MAC takes the crc32c field
         h.flags |= proto::flag::crc;
         h.crc32c = proto::crc32c(std::span(payload, bytes));
       }
@@ -73,7 +76,11 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
   const size_t i = queue_.size();
   auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
   proto::write_header(h, wire);
-  if (authenticated_) proto::sign_header(auth_, wire);
+  if (session.active) {
+    seal_for_session(owner, h, wire, std::span(payload, bytes));
+  } else if (authenticated_) {
+    proto::sign_header(auth_, wire);
+  }
   queue_.push_back(OutPacket{plan_->endpoint(chunk), headers_[i].data(), payload, bytes,
                              payload != nullptr ? chunks_[chunk].op : kNone});
 }
@@ -94,11 +101,42 @@ void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, 
   h.epoch = epoch;
   h.aux = incarnation;  // join: who claims the rank (0: nobody, a question); leave: who gives it up
   h.seq = seq_++;
+  // Every join carries the 44-byte payload of its attempt (the nonce its answer must echo); a leave goes
+  // under the session when there is one.
+  const bool join = opc == proto::Opcode::join;
+  const Membership& m = members_[owner];
+  if (join) h.payload_bytes = proto::kJoinPayloadBytes;
   const size_t i = queue_.size();
   auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
   proto::write_header(h, wire);
-  if (authenticated_) proto::sign_header(auth_, wire);
-  queue_.push_back(OutPacket{endpoint_of_owner(owner), headers_[i].data(), nullptr, 0, kNone});
+  if (join) {
+    if (authenticated_) proto::seal_handshake(handshake_auth_, wire, m.join_payload);
+  } else if (m.session.active) {
+    seal_for_session(owner, h, wire, {});
+  } else if (authenticated_) {
+    proto::sign_header(auth_, wire);
+  }
+  queue_.push_back(OutPacket{endpoint_of_owner(owner), headers_[i].data(), join ? m.join_payload.data() : nullptr,
+                             join ? static_cast<uint32_t>(proto::kJoinPayloadBytes) : 0u, kNone});
+}
+
+void Client::seal_for_session(uint32_t owner, const proto::Header& h, std::span<std::byte, proto::kHeaderBytes> wire,
+                              std::span<const std::byte> payload) {
+  // seal_session_packet wants header and payload in one buffer; the payload goes out from the caller's
+  // tensor, so the same steps are taken here on the two parts: the MAC of the number and the payload into
+  // crc32c (high half) and aux (low half) with the mac flag, then the number and the tag over the header.
+  Session& s = members_[owner].session;
+  const uint64_t seq = s.next_tx_seq++;
+  const bool elements = h.opcode == proto::Opcode::push || h.opcode == proto::Opcode::init;
+  if (s.payload_mac && elements) {
+    proto::Header mh = h;
+    mh.flags = static_cast<uint16_t>((mh.flags & ~proto::flag::crc) | proto::flag::mac);
+    const uint64_t mac = proto::session_payload_mac(s.keys.worker_mac, seq, payload);
+    mh.crc32c = static_cast<uint32_t>(mac >> 32);
+    mh.aux = static_cast<uint32_t>(mac);
+    proto::write_header(mh, wire);
+  }
+  proto::seal_session(s.keys.worker_tag, wire, s.reply, seq);
 }
 
 void Client::unqueue(uint32_t slot) {

@@ -6,6 +6,7 @@
 #include "phub/client/client.hpp"
 #include "phub/client/clock.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/session_packet.hpp"
 
 namespace phub::client {
 namespace {
@@ -25,17 +26,35 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
     ++st_.malformed;
     return;
   }
-  if (authenticated_ && !proto::verify_header(auth_, bytes.first<proto::kHeaderBytes>())) {
+  const auto o = static_cast<uint32_t>(owner);
+  if (o >= members_.size()) {
+    ++st_.malformed;
+    return;
+  }
+  // A joined counts only as the answer to this client's pending join (its nonce echoed, under the handshake
+  // key); every other packet of a session opens under it, the rest carries the job key's tag.
+  std::optional<proto::JoinedPayload> joined;
+  if (h->opcode == proto::Opcode::joined) {
+    joined = take_joined(bytes.first(proto::kHeaderBytes + h->payload_bytes), o);
+    if (!joined) {
+      ++st_.bad_tag;
+      return;
+    }
+  } else if (members_[o].session.active) {
+    if (!open_session(bytes.first(proto::kHeaderBytes + h->payload_bytes), *h, o)) return;
+  } else if (authenticated_ && !proto::verify_header(auth_, bytes.first<proto::kHeaderBytes>())) {
     ++st_.bad_tag;
     return;
   }
   answered_ = true;
-  const auto o = static_cast<uint32_t>(owner);
-  if (o < members_.size()) {
-    members_[o].heard_ns = now;
-    members_[o].unanswered_joins = 0;
+  members_[o].heard_ns = now;
+  members_[o].unanswered_joins = 0;
+  if (joined) {
+    if (authenticated_ && h->aux == incarnation_ && (joined->options & proto::session_option::session) != 0) {
+      establish_session(*h, *joined, o);
+    }
+    return on_joined(*h, o, now);
   }
-  if (h->opcode == proto::Opcode::joined) return on_joined(*h, o, now);
   if (h->opcode == proto::Opcode::error && h->status == proto::Status::epoch_mismatch) {
     return on_epoch_mismatch(*h, o, now);
   }
@@ -51,6 +70,29 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
   } else {
     ++st_.malformed;
   }
+}
+
+bool Client::open_session(std::span<const std::byte> bytes, const proto::Header& h, uint32_t owner) {
+  Session& s = members_[owner].session;
+  const bool elements = h.opcode == proto::Opcode::result;
+  const auto v = proto::open_session_packet(proto::server_to_worker(s.keys), s.rx, bytes, s.reply,
+                                            s.payload_mac && elements);
+  switch (v) {
+    case proto::SessionVerdict::ok:
+      return true;
+    case proto::SessionVerdict::replayed:
+    case proto::SessionVerdict::too_old:
+      ++st_.replayed;
+      return false;
+    case proto::SessionVerdict::bad_tag:
+      ++st_.bad_tag;
+      return false;
+    case proto::SessionVerdict::bad_mac:
+    case proto::SessionVerdict::mac_missing:
+      ++st_.bad_mac;
+      return false;
+  }
+  return false;
 }
 
 void Client::on_result(const proto::Header& h, std::span<const std::byte> payload, uint64_t now) {

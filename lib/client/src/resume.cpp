@@ -41,6 +41,7 @@ void Client::begin_resume(uint64_t now) {
     // First a question that claims nothing: if a new run restarted the job, this worker of the old one must
     // not take a rank that one of the new run's workers is about to join.
     m.query = true;
+    new_join_nonce(o);
     send_join(o, now);
   }
   flush();

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "phub/proto/frame.hpp"
+#include "phub/proto/session_packet.hpp"
 
 namespace phub::client::test {
 
@@ -24,6 +25,8 @@ FaultyServer::FaultyServer(FaultyServerOptions o) : o_(std::move(o)) {
   if (!l) throw std::runtime_error(l.error());
   layout_ = std::move(*l);
   key_ = proto::derive_key(o_.wrong_tag ? o_.secret + "-other" : o_.secret, o_.job_id);
+  true_key_ = proto::derive_key(o_.secret, o_.job_id);
+  sessions_.assign(o_.lcores, std::vector<Session>(o_.workers));
   peers_.resize(o_.workers);
   peer_known_.assign(o_.workers, false);
   holders_.assign(o_.workers, 0);
@@ -93,6 +96,13 @@ void FaultyServer::loop() {
   }
 }
 
+uint16_t FaultyServer::owner_of_fd(int fd) const {
+  for (size_t i = 0; i < fds_.size(); ++i) {
+    if (fds_[i] == fd) return static_cast<uint16_t>(i);
+  }
+  return 0;
+}
+
 void FaultyServer::send(int fd, const sockaddr_in& to, proto::Header h, const std::vector<float>* payload, uint32_t off,
                       uint32_t n) {
   if (o_.mute) return;
@@ -104,16 +114,45 @@ void FaultyServer::send(int fd, const sockaddr_in& to, proto::Header h, const st
                                  : std::span<const std::byte>();
   auto len = proto::build_message(h, span, out);
   if (!len) return;
-  if (!o_.secret.empty()) proto::sign_header(key_, std::span<std::byte, proto::kHeaderBytes>(out.data(), proto::kHeaderBytes));
-  const bool result = h.opcode == proto::Opcode::result;
+  out.resize(*len);
+  if (o_.sessions) {
+    // As the real server: every answer to a rank of a sessions job goes under its session, none without one.
+    Session& s = sessions_[owner_of_fd(fd)][h.rank];
+    if (!s.active) return;
+    proto::seal_session_packet(proto::server_to_worker(s.keys), out, s.reply, s.next_tx_seq++,
+                               o_.payload_mac && h.opcode == proto::Opcode::result);
+  } else if (!o_.secret.empty()) {
+    proto::sign_header(key_, std::span<std::byte, proto::kHeaderBytes>(out.data(), proto::kHeaderBytes));
+  }
+  if (h.opcode == proto::Opcode::error) ++errors_sent_;
+  emit(fd, to, h.opcode, h.rank, std::move(out));
+}
+
+void FaultyServer::emit(int fd, const sockaddr_in& to, proto::Opcode op, uint16_t rank, std::vector<std::byte> out) {
+  const bool result = op == proto::Opcode::result;
+  const bool error = op == proto::Opcode::error;
+  if (result && o_.corrupt_every != 0 && ++results_sent_ % o_.corrupt_every == 0 && out.size() > proto::kHeaderBytes) {
+    out[proto::kHeaderBytes] ^= std::byte{0x01};  // after sealing: on the way, as an attacker would
+    ++corrupted_;
+  }
+  const auto raw = [&](const std::vector<std::byte>& b) {
+    (void)sendto(fd, b.data(), b.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  };
+  if (o_.replay_first && (result || error)) {
+    auto& first = result ? first_result_ : first_error_;
+    first.try_emplace({fd, rank}, out);
+  }
   if (result && o_.hold_every != 0 && ++results_ % o_.hold_every == 0) {
-    out.resize(*len);
     held_.push_back(Held{fd, to, std::move(out), std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.hold_ms)});
     return;
   }
-  const int copies = o_.duplicate_results && result ? 2 : 1;
-  for (int i = 0; i < copies; ++i) {
-    (void)sendto(fd, out.data(), *len, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  const int copies = (o_.duplicate_results && result) || (o_.duplicate_errors && error) ? 2 : 1;
+  for (int i = 0; i < copies; ++i) raw(out);
+  if (o_.replay_first && result) {
+    for (auto* first : {&first_result_, &first_error_}) {
+      auto at = first->find({fd, rank});
+      if (at != first->end() && at->second != out) raw(at->second);
+    }
   }
 }
 
@@ -163,7 +202,7 @@ void FaultyServer::start_epoch(uint16_t epoch, uint32_t first_round) {
   rank0_incarnation_ = 0;
 }
 
-void FaultyServer::join(int fd, const proto::Header& h, const sockaddr_in& from) {
+void FaultyServer::join(int fd, const proto::Header& h, const proto::JoinPayload& jp, const sockaddr_in& from) {
   if ((h.flags & proto::flag::epoch_start) != 0 && h.rank == 0 && h.aux != 0 &&
       h.epoch == static_cast<uint16_t>(epoch_ + 1) && holders_[0] != h.aux) {
     start_epoch(h.epoch, 0);
@@ -180,7 +219,51 @@ void FaultyServer::join(int fd, const proto::Header& h, const sockaddr_in& from)
   a.round = first_round_;
   a.aux = holders_[h.rank];
   a.elem_offset = holders_[0];
-  send(fd, from, a, nullptr, 0, 0);
+  answer_join(fd, h, jp, from, a);
+}
+
+void FaultyServer::answer_join(int fd, const proto::Header& h, const proto::JoinPayload& jp, const sockaddr_in& from,
+                               proto::Header a) {
+  if (o_.mute) return;
+  const uint16_t owner = owner_of_fd(fd);
+  proto::JoinedPayload p;
+  p.worker_nonce = jp.worker_nonce;
+  p.server_nonce = proto::draw_session_nonce();
+  p.reply = proto::ReplyAddress{ntohl(from.sin_addr.s_addr), ntohs(from.sin_port)};
+  if (o_.sessions) {
+    p.options = proto::session_option::session | (o_.payload_mac ? proto::session_option::payload_mac : 0);
+    Session& s = sessions_[owner][h.rank];
+    if (h.aux != 0 && a.aux == h.aux) {
+      // The holder's join: the same nonce again (a resend) is answered with the session it made; another
+      // makes a new session.
+      if (s.active && s.worker_nonce == jp.worker_nonce) {
+        p.server_nonce = s.server_nonce;
+        p.reply = s.reply;
+      } else {
+        s = Session{};
+        s.active = true;
+        s.worker_nonce = jp.worker_nonce;
+        s.server_nonce = p.server_nonce;
+        s.reply = p.reply;
+        s.keys = proto::derive_session_keys(true_key_, proto::SessionContext{h.rank, h.aux, owner, jp.worker_nonce,
+                                                                            p.server_nonce});
+        ++sessions_made_;
+      }
+    }
+  }
+  a.job_id = o_.job_id;
+  a.seq = seq_++;
+  std::array<std::byte, proto::kJoinedPayloadBytes> payload{};
+  proto::write_joined_payload(p, payload);
+  std::vector<std::byte> out(proto::kHeaderBytes + payload.size());
+  auto len = proto::build_message(a, payload, out);
+  if (!len) return;
+  out.resize(*len);
+  if (!o_.secret.empty()) {
+    proto::seal_handshake(proto::handshake_key(key_), std::span<std::byte, proto::kHeaderBytes>(out.data(), proto::kHeaderBytes),
+                          payload);
+  }
+  emit(fd, from, a.opcode, a.rank, std::move(out));
 }
 
 bool FaultyServer::in_epoch(int fd, const proto::Header& h, const sockaddr_in& from) {
@@ -210,15 +293,30 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
   }
   auto h = proto::parse_header(std::span(data, len));
   if (!h || h->job_id != o_.job_id || h->rank >= o_.workers) return;
-  if (!o_.secret.empty() &&
-      !proto::verify_header(proto::derive_key(o_.secret, o_.job_id), std::span<const std::byte, proto::kHeaderBytes>(data, proto::kHeaderBytes))) {
-    return;  // like the real server: a bad tag is dropped silently
+  const auto msg = std::span<const std::byte>(data, proto::kHeaderBytes + h->payload_bytes);
+  const auto wire = msg.first<proto::kHeaderBytes>();
+  // Like the real server: whatever fails its check is dropped silently.
+  std::optional<proto::JoinPayload> jp;
+  if (h->opcode == proto::Opcode::join) {
+    jp = o_.secret.empty() ? proto::parse_join_payload(msg.subspan(proto::kHeaderBytes))
+                           : proto::accept_join(proto::handshake_key(true_key_), wire, msg.subspan(proto::kHeaderBytes));
+    if (!jp) return;
+  } else if (o_.sessions) {
+    Session& s = sessions_[owner][h->rank];
+    const bool elements = h->opcode == proto::Opcode::push || h->opcode == proto::Opcode::init;
+    if (!s.active || proto::open_session_packet(proto::worker_to_server(s.keys), s.rx, msg, s.reply,
+                                                o_.payload_mac && elements) != proto::SessionVerdict::ok) {
+      ++session_drops_;
+      return;
+    }
+  } else if (!o_.secret.empty() && !proto::verify_header(true_key_, wire)) {
+    return;
   }
   peers_[h->rank] = from;
   peer_known_[h->rank] = true;
   if ((h->flags & proto::flag::retransmit) != 0) ++retransmit_flags_;
   if (h->opcode == proto::Opcode::leave) ++leaves_;
-  if (o_.epochs && h->opcode == proto::Opcode::join) return join(fd, *h, from);
+  if (o_.epochs && h->opcode == proto::Opcode::join) return join(fd, *h, *jp, from);
   if (o_.epochs && !in_epoch(fd, *h, from)) return;
   if (h->opcode == proto::Opcode::join) {
     // One epoch (0), and every rank is held by whoever joins (the joiner itself); the others are admitted
@@ -229,13 +327,48 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
     a.rank = h->rank;
     a.aux = h->aux;
     a.elem_offset = rank0_incarnation_;
-    send(fd, from, a, nullptr, 0, 0);
+    answer_join(fd, *h, *jp, from, a);
     return;
   }
   if (h->opcode != proto::Opcode::push && h->opcode != proto::Opcode::rerequest) return;
   if (h->chunk_id >= layout_.chunk_count() || layout_.chunk(h->chunk_id).owner != owner) return;
   const auto& ci = layout_.chunk(h->chunk_id);
   const uint32_t se = layout_.params().segment_elems;
+  if (o_.forge_errors && h->opcode == proto::Opcode::push) {
+    // What someone without the session keys can send: a draining error for the very chunk and round, which
+    // would end the operation if taken. Once under the job key, once under keys of another server nonce.
+    proto::Header e;
+    e.opcode = proto::Opcode::error;
+    e.status = proto::Status::draining;
+    e.job_id = o_.job_id;
+    e.rank = h->rank;
+    e.round = h->round;
+    e.chunk_id = h->chunk_id;
+    e.epoch = h->epoch;
+    std::vector<std::byte> out(proto::kHeaderBytes);
+    if (proto::build_message(e, {}, out)) {
+      auto w = std::span<std::byte, proto::kHeaderBytes>(out.data(), proto::kHeaderBytes);
+      std::vector<std::byte> other = out;
+      proto::sign_header(true_key_, w);
+      (void)sendto(fd, out.data(), out.size(), 0, reinterpret_cast<const sockaddr*>(&from), sizeof from);
+      const Session& s = sessions_[owner][h->rank];
+      const auto keys = proto::derive_session_keys(
+          true_key_, proto::SessionContext{h->rank, 1, owner, s.worker_nonce, proto::draw_session_nonce()});
+      proto::seal_session_packet(proto::server_to_worker(keys), other, s.reply, s.next_tx_seq, false);
+      (void)sendto(fd, other.data(), other.size(), 0, reinterpret_cast<const sockaddr*>(&from), sizeof from);
+    }
+  }
+  if (o_.stall_errors && h->opcode == proto::Opcode::push && (h->flags & proto::flag::retransmit) == 0) {
+    proto::Header e;
+    e.opcode = proto::Opcode::error;
+    e.status = proto::Status::round_stalled;
+    e.rank = h->rank;
+    e.round = h->round;
+    e.chunk_id = h->chunk_id;
+    e.epoch = h->epoch;
+    e.aux = h->rank;
+    send(fd, from, e, nullptr, 0, 0);
+  }
   if (o_.replayed_epoch_error && h->opcode == proto::Opcode::push) {
     proto::Header e;
     e.opcode = proto::Opcode::error;

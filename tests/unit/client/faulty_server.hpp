@@ -21,8 +21,12 @@
 
 #include "phub/client.h"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/handshake.hpp"
 #include "phub/proto/header.hpp"
 #include "phub/proto/layout.hpp"
+#include "phub/proto/replay_window.hpp"
+#include "phub/proto/session.hpp"
+#include "phub/proto/session_tag.hpp"
 
 namespace phub::client::test {
 
@@ -51,6 +55,20 @@ struct FaultyServerOptions {
   // incarnation 0 claims nothing, rank 0's epoch_start for the next epoch restarts at round 0, and packets
   // of another epoch get epoch_mismatch. Off: one epoch (0), every joiner told it holds its rank.
   bool epochs = false;
+  // Sessions (protocol v3, needs a secret): a holder's join makes a session per (lcore, rank), derived as the
+  // real server does; every later packet both ways is a session packet (no pending/former sessions here: a
+  // new join's session replaces the old at once). With payload_mac, results and pushes carry payload MACs.
+  bool sessions = false;
+  bool payload_mac = false;
+  bool duplicate_errors = false;            // send every error twice (under a session: a byte-for-byte replay)
+  bool stall_errors = false;                // answer every first push also with a (harmless) round_stalled
+  // After every result, send the first result and the first error sent to that rank again, byte for byte:
+  // a genuine packet recorded and replayed rounds later.
+  bool replay_first = false;
+  // With every push, also a draining error for its chunk and round from someone without the session keys:
+  // tagged under the job key, and sealed under keys of another server nonce. Either would fail the op.
+  bool forge_errors = false;
+  uint32_t corrupt_every = 0;               // alter the payload of every n-th result after sealing (0: none)
 };
 
 class FaultyServer {
@@ -76,6 +94,10 @@ class FaultyServer {
   void restore(uint16_t epoch, uint32_t first_round, uint32_t rank0 = 0);
   // The incarnation holding a rank in the current epoch (0: none); read after the clients are done.
   [[nodiscard]] uint32_t holder(uint16_t rank) const noexcept { return holder_seen_[rank].load(); }
+  [[nodiscard]] uint64_t errors_sent() const noexcept { return errors_sent_.load(); }  // genuine, replays not counted
+  [[nodiscard]] uint64_t results_corrupted() const noexcept { return corrupted_.load(); }
+  [[nodiscard]] uint64_t sessions_made() const noexcept { return sessions_made_.load(); }
+  [[nodiscard]] uint64_t session_drops() const noexcept { return session_drops_.load(); }  // refused by open
 
  private:
   struct Segment {
@@ -86,13 +108,30 @@ class FaultyServer {
     bool has_prev = false;
   };
 
+  // A rank's session with one lcore (sessions).
+  struct Session {
+    bool active = false;
+    proto::SessionKeys keys{};
+    proto::SessionNonce worker_nonce{};
+    proto::SessionNonce server_nonce{};
+    proto::ReplyAddress reply{};
+    proto::ReplayWindow rx;
+    uint64_t next_tx_seq = 1;
+  };
+
   void loop();
+  [[nodiscard]] uint16_t owner_of_fd(int fd) const;
+  // Joins of v3: the payload checked (handshake key with a secret), the answer carries the joined payload.
+  void answer_join(int fd, const proto::Header& h, const proto::JoinPayload& jp, const sockaddr_in& from,
+                   proto::Header a);
+  // Sends datagram bytes as they are, with the misbehaviour options that apply to them.
+  void emit(int fd, const sockaddr_in& to, proto::Opcode op, uint16_t rank, std::vector<std::byte> out);
   void handle(int fd, uint16_t owner, const std::byte* data, size_t len, const sockaddr_in& from);
   void send(int fd, const sockaddr_in& to, proto::Header h, const std::vector<float>* payload, uint32_t off, uint32_t n);
   void release_held(bool all);
   void send_result(int fd, uint16_t rank, uint32_t chunk, uint32_t round, uint32_t seg, const std::vector<float>& r);
   // Joins with `epochs`; false when the packet belongs to another epoch (answered epoch_mismatch).
-  void join(int fd, const proto::Header& h, const sockaddr_in& from);
+  void join(int fd, const proto::Header& h, const proto::JoinPayload& jp, const sockaddr_in& from);
   [[nodiscard]] bool in_epoch(int fd, const proto::Header& h, const sockaddr_in& from);
   void start_epoch(uint16_t epoch, uint32_t first_round);
 
@@ -129,6 +168,11 @@ class FaultyServer {
     uint32_t rank0;
   };
   std::optional<Restore> restore_;
+  proto::AuthKey true_key_{};                      // the job key (key_ may be a wrong one)
+  std::vector<std::vector<Session>> sessions_;     // [lcore][rank]
+  std::map<std::pair<int, uint16_t>, std::vector<std::byte>> first_result_, first_error_;  // (fd, rank): replay_first
+  uint64_t results_sent_ = 0;
+  std::atomic<uint64_t> errors_sent_{0}, corrupted_{0}, sessions_made_{0}, session_drops_{0};
 };
 
 }  // namespace phub::client::test

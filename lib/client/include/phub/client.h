@@ -123,6 +123,11 @@ typedef struct phub_stats {
   uint32_t resumes;            /* ps: times the job resumed from a server's checkpoint (PHUB_ERR_RESUMED) */
   uint32_t rejoins;            /* joins sent again after two timeouts without any answer from a server lcore:
                                   they move the server's answers to this client's address if it changed (NAT) */
+  /* Jobs with sessions (docs/protocol.md, "Sessions"): packets of a session refused, besides bad_tag (a
+     tag that is not the session's, or a joined that does not answer this client's join). */
+  uint64_t replayed;           /* a sequence number already taken, or behind the window: a replay, dropped */
+  uint64_t bad_mac;            /* an authentic header whose payload MAC is wrong or missing: altered, dropped */
+  uint32_t sessions;           /* sessions established (one per server lcore and join that asked for one) */
 } phub_stats;
 
 typedef struct phub_client phub_client;

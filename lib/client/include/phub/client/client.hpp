@@ -24,7 +24,11 @@
 #include "phub/client/transport.hpp"
 #include "phub/client/window.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/handshake.hpp"
 #include "phub/proto/header.hpp"
+#include "phub/proto/replay_window.hpp"
+#include "phub/proto/session.hpp"
+#include "phub/proto/session_tag.hpp"
 
 namespace phub::client {
 
@@ -106,6 +110,19 @@ class Client {
     uint64_t xmit_mark = 0;     // packet mark of the first packet of that transmission
     uint64_t window_mark = 0;   // the window's send mark then (orders losses against decreases)
   };
+  // A session with one server lcore (jobs with `sessions`, docs/protocol.md "Sessions"): established by a
+  // joined that names this process as the rank's holder and asks for it. From then every packet to the
+  // lcore is sealed under its keys with a new sequence number, and only what opens under them counts.
+  struct Session {
+    bool active = false;
+    proto::SessionKeys keys{};
+    proto::SessionNonce worker_nonce{};  // the two nonces it was derived from: a repeated answer to the same
+    proto::SessionNonce server_nonce{};  // join names them again and keeps the session (and its numbers)
+    proto::ReplyAddress reply{};         // this client's address as the server saw the join
+    proto::ReplayWindow rx;              // numbers of the lcore's packets taken
+    uint64_t next_tx_seq = 1;            // the next packet's number: every packet sent takes a new one
+    bool payload_mac = false;            // packets with elements carry a payload MAC, both ways
+  };
   // This client's membership of the job on one server lcore (an owner of the chunk map): which epoch its
   // packets there carry, and the join handshake that got it (join.cpp).
   struct Membership {
@@ -127,6 +144,11 @@ class Client {
     uint32_t unanswered_joins = 0; // joins sent again after silence (rejoin) since it last sent anything
     uint32_t sends = 0;            // joins sent in the current state (backoff)
     uint64_t next_send_ns = 0;
+    // The join attempt's payload (its nonce drawn by begin_join; resends of the join reuse it): the queued
+    // join packets send it from here.
+    proto::SessionNonce join_nonce{};
+    std::array<std::byte, proto::kJoinPayloadBytes> join_payload{};
+    Session session;
   };
   struct Op {
     OpKind kind = OpKind::allreduce;
@@ -154,6 +176,20 @@ class Client {
   void begin_join(uint32_t owner, uint64_t now);
   void service_joins(uint64_t now);
   void send_join(uint32_t owner, uint64_t now);
+  // Draws the nonce of a new join attempt on `owner` and writes its payload.
+  void new_join_nonce(uint32_t owner);
+  // Whether a joined (header `h`, `bytes` the whole datagram) answers this client's pending join on `owner`:
+  // tagged under the handshake key (jobs with a secret) and echoing the join's nonce. Its payload if so.
+  [[nodiscard]] std::optional<proto::JoinedPayload> take_joined(std::span<const std::byte> bytes, uint32_t owner) const;
+  // A taken joined that names this process as the holder and asks for a session: derive it (join.cpp).
+  void establish_session(const proto::Header& h, const proto::JoinedPayload& p, uint32_t owner);
+  // Opens a datagram of a session; false (counted) unless it is authentic, fresh and (results of a job with
+  // payload MACs) carries the right MAC.
+  [[nodiscard]] bool open_session(std::span<const std::byte> bytes, const proto::Header& h, uint32_t owner);
+  // Seals a written header (and the payload sent after it) of a packet to `owner` under its session: the
+  // next sequence number, the MAC when the session has payload MACs and the packet carries elements.
+  void seal_for_session(uint32_t owner, const proto::Header& h, std::span<std::byte, proto::kHeaderBytes> wire,
+                        std::span<const std::byte> payload);
   void on_joined(const proto::Header& h, uint32_t owner, uint64_t now);
   void on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t now);
   // Resuming after the server restored the job from a checkpoint (ps): ask every lcore where the job stands,
@@ -220,6 +256,7 @@ class Client {
   void enqueue(proto::Opcode op, uint32_t chunk, uint32_t round, uint32_t seg, bool with_payload, bool retransmit,
                const std::byte* payload_base);
   // A header-only packet (join, leave) to one server lcore.
+  // A join carries its membership's join payload (44 bytes), sealed with the handshake key.
   void enqueue_control(proto::Opcode op, uint32_t owner, uint16_t flags, uint16_t epoch, uint32_t incarnation);
 
   // Messages.
@@ -229,6 +266,7 @@ class Client {
 
   Options opt_;
   proto::AuthKey auth_{};
+  proto::AuthKey handshake_auth_{};  // handshake_key(auth_): the tags of joins and joineds
   bool authenticated_ = false;
   std::unique_ptr<Transport> transport_;
   std::vector<uint64_t> key_elems_;
