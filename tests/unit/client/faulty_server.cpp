@@ -135,6 +135,9 @@ void FaultyServer::emit(int fd, const sockaddr_in& to, proto::Opcode op, uint16_
     out[proto::kHeaderBytes] ^= std::byte{0x01};  // after sealing: on the way, as an attacker would
     ++corrupted_;
   }
+  if (result && o_.silent_after_results != 0 && ++results_counted_ == o_.silent_after_results) {
+    silent_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.silent_ms);
+  }
   const auto raw = [&](const std::vector<std::byte>& b) {
     (void)sendto(fd, b.data(), b.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
   };
@@ -291,6 +294,7 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
       restore_.reset();
     }
   }
+  if (o_.silent_after_results != 0 && std::chrono::steady_clock::now() < silent_until_) return;
   auto h = proto::parse_header(std::span(data, len));
   if (!h || h->job_id != o_.job_id || h->rank >= o_.workers) return;
   const auto msg = std::span<const std::byte>(data, proto::kHeaderBytes + h->payload_bytes);

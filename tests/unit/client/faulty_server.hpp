@@ -69,6 +69,8 @@ struct FaultyServerOptions {
   // tagged under the job key, and sealed under keys of another server nonce. Either would fail the op.
   bool forge_errors = false;
   uint32_t corrupt_every = 0;               // alter the payload of every n-th result after sealing (0: none)
+  uint32_t silent_after_results = 0;        // once this many results went out, drop everything received ...
+  uint32_t silent_ms = 300;                 // ... for this long (the clients join again after silence)
 };
 
 class FaultyServer {
@@ -172,6 +174,8 @@ class FaultyServer {
   std::vector<std::vector<Session>> sessions_;     // [lcore][rank]
   std::map<std::pair<int, uint16_t>, std::vector<std::byte>> first_result_, first_error_;  // (fd, rank): replay_first
   uint64_t results_sent_ = 0;
+  uint64_t results_counted_ = 0;  // silent_after_results
+  std::chrono::steady_clock::time_point silent_until_{};
   std::atomic<uint64_t> errors_sent_{0}, corrupted_{0}, sessions_made_{0}, session_drops_{0};
 };
 

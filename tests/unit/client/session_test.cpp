@@ -41,6 +41,7 @@ void add(phub_stats& to, const phub_stats& s) {
   to.replayed += s.replayed;
   to.bad_mac += s.bad_mac;
   to.sessions += s.sessions;
+  to.rejoins += s.rejoins;
 }
 
 // `rounds` allreduces of every key on each rank (a thread per rank); a rank stops at its first failed wait.
@@ -245,6 +246,26 @@ TEST(ClientSessions, WithoutPayloadMacsAnAlteredPayloadIsTaken) {
   EXPECT_EQ(out.first_error, PHUB_OK) << out.message;
   EXPECT_GT(out.bad_elems, 0u);  // the header tag covers the header only
   EXPECT_EQ(out.stats.bad_mac, 0u);
+}
+
+TEST(ClientSessions, AJoinAfterSilenceMakesANewSessionAndTheRoundsGoOn) {
+  FaultyServerOptions o = session_job(true);
+  o.silent_after_results = 40;
+  o.silent_ms = 300;
+  uint64_t made = 0;
+  Outcome out;
+  {
+    FaultyServer server(o);
+    out = run(server, o, 4);
+    made = server.sessions_made();
+  }
+  // The joins after the silence carry new nonces: the server makes new sessions, both sides switch to them
+  // and the operations finish under them.
+  EXPECT_EQ(out.first_error, PHUB_OK) << out.message;
+  EXPECT_EQ(out.bad_elems, 0u);
+  EXPECT_GT(out.stats.rejoins, 0u);
+  EXPECT_GT(made, uint64_t{o.workers} * o.lcores);
+  EXPECT_EQ(out.stats.sessions, made);
 }
 
 }  // namespace
