@@ -294,9 +294,12 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
       restore_.reset();
     }
   }
-  if (o_.silent_after_results != 0 && std::chrono::steady_clock::now() < silent_until_) return;
   auto h = proto::parse_header(std::span(data, len));
   if (!h || h->job_id != o_.job_id || h->rank >= o_.workers) return;
+  if (o_.silent_after_results != 0 && h->opcode != proto::Opcode::join &&
+      std::chrono::steady_clock::now() < silent_until_) {
+    return;
+  }
   const auto msg = std::span<const std::byte>(data, proto::kHeaderBytes + h->payload_bytes);
   const auto wire = msg.first<proto::kHeaderBytes>();
   // Like the real server: whatever fails its check is dropped silently.

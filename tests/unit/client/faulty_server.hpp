@@ -69,7 +69,7 @@ struct FaultyServerOptions {
   // tagged under the job key, and sealed under keys of another server nonce. Either would fail the op.
   bool forge_errors = false;
   uint32_t corrupt_every = 0;               // alter the payload of every n-th result after sealing (0: none)
-  uint32_t silent_after_results = 0;        // once this many results went out, drop everything received ...
+  uint32_t silent_after_results = 0;        // once this many results went out, drop everything but joins ...
   uint32_t silent_ms = 300;                 // ... for this long (the clients join again after silence)
 };
 
