@@ -50,7 +50,9 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
   members_[o].heard_ns = now;
   members_[o].unanswered_joins = 0;
   if (joined) {
-    if (authenticated_ && h->aux == incarnation_ && (joined->options & proto::session_option::session) != 0) {
+    // Only the answer to a claim (a question makes no session on the server, whoever holds the rank).
+    if (authenticated_ && !members_[o].query && h->aux == incarnation_ &&
+        (joined->options & proto::session_option::session) != 0) {
       establish_session(*h, *joined, o);
     }
     return on_joined(*h, o, now);

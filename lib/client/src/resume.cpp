@@ -75,6 +75,9 @@ void Client::on_rejoined(const proto::Header& h, uint32_t owner, uint64_t now) {
   if (!rank0_ours) return;  // this run's rank 0 has not joined the restored epoch yet: ask again soon
   if (m.query || h.aux != incarnation_) {
     m.query = false;  // restored, and this run's: claim the rank in it
+    // A new attempt, with a nonce of its own: a late answer to the question (which made no session on the
+    // server) can then not be taken for the claim's.
+    new_join_nonce(owner);
     m.sends = 0;
     send_join(owner, now);
     flush();

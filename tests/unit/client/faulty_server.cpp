@@ -291,6 +291,7 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
       holders_[0] = restore_->rank0;
       holder_seen_[0] = restore_->rank0;
       rank0_incarnation_ = restore_->rank0;
+      if (o_.sessions) sessions_.assign(o_.lcores, std::vector<Session>(o_.workers));  // a restart keeps none
       restore_.reset();
     }
   }

@@ -63,8 +63,14 @@ struct PsWorker {
   }
 };
 
-TEST(ClientResume, PsWorkersResumeAtTheRestoredRoundAndRepeatTheirSteps) {
-  const FaultyServerOptions o = options();
+void resume_and_repeat(bool sessions) {
+  FaultyServerOptions o = options();
+  if (sessions) {
+    // The restart loses every session: the workers hear nothing until they join again (a new session).
+    o.secret = "a-secret-of-twenty-bytes";
+    o.sessions = true;
+    o.payload_mac = true;
+  }
   FaultyServer s(o);
   // After both ranks finished round 2 the server "restarts" from the checkpoint of round 1: round 2 is lost.
   std::barrier restored(o.workers, [&]() noexcept { s.restore(7, 2); });
@@ -89,10 +95,16 @@ TEST(ClientResume, PsWorkersResumeAtTheRestoredRoundAndRepeatTheirSteps) {
       ASSERT_EQ(phub_get_stats(w.c, &st), PHUB_OK);
       EXPECT_EQ(st.resumes, 1u);
       EXPECT_EQ(st.epoch, 7u);
+      if (sessions) {
+        EXPECT_GE(st.sessions, 4u);  // both lcores, before and after the restart
+      }
     });
   }
   for (auto& t : ranks) t.join();
 }
+
+TEST(ClientResume, PsWorkersResumeAtTheRestoredRoundAndRepeatTheirSteps) { resume_and_repeat(false); }
+TEST(ClientResume, PsWorkersOfASessionsJobResumeAfterTheRestartLostTheirSessions) { resume_and_repeat(true); }
 
 // Both ranks do one round, then the server's epoch changes as `restore` says; every rank's next step must fail
 // with PHUB_ERR_EPOCH and a message containing `text`, and the rank must stay unclaimed.
