@@ -702,6 +702,10 @@ bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   Peer& p = lj.peer(rx.hdr.rank);
   const bool require_mac = plan.cfg.payload_mac && carries_elements(rx.hdr.opcode);
   using V = proto::SessionVerdict;
+  // A session's window is checked before its tag: replayed or too_old under one session says nothing of
+  // another (a new session starts again at 1, below the old one's window). Only bad_mac and mac_missing
+  // prove the packet is that session's.
+  auto inconclusive = [](V x) { return x == V::bad_tag || x == V::replayed || x == V::too_old; };
   V v = V::bad_tag;
   if (p.current.valid) {
     v = proto::open_session_packet(proto::worker_to_server(p.current.keys), p.current.window, rx.msg, p.current.reply,
@@ -711,7 +715,7 @@ bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       return true;
     }
   }
-  if (v == V::bad_tag && p.pending.valid) {
+  if (inconclusive(v) && p.pending.valid) {
     // The first packet under the session a join offered: it becomes the rank's, with its address.
     const V pv = proto::open_session_packet(proto::worker_to_server(p.pending.keys), p.pending.window, rx.msg,
                                             p.pending.reply, require_mac);
@@ -731,9 +735,9 @@ bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       rx.session = &p.current;
       return true;
     }
-    v = pv;
+    if (!inconclusive(pv) || !p.current.valid) v = pv;
   }
-  if (v == V::bad_tag && p.former.valid) {
+  if (inconclusive(v) && p.former.valid) {
     const V fv = proto::open_session_packet(proto::worker_to_server(p.former.keys), p.former.window, rx.msg,
                                             p.former.reply, require_mac);
     if (fv == V::ok) {
@@ -748,7 +752,7 @@ bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       }
       return false;
     }
-    v = fv;
+    if (!inconclusive(fv)) v = fv;
   }
   count_drop(lj, !p.current.valid && !p.pending.valid && !p.former.valid ? Drop::no_session : drop_for(v));
   return false;

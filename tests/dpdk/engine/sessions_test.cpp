@@ -44,9 +44,10 @@ struct SessionRank {
 
 // Join `rank` and take the joined as a client does (accept_joined under the handshake key, the nonce it
 // sent); derive the session's keys. False if no acceptable joined came.
-bool join(StartedEngine& s, const config::Job& job, SessionRank& r) {
-  r.incarnation = 2000u + r.rank;
-  r.nonce = proto::draw_session_nonce();
+bool join(StartedEngine& s, const config::Job& job, SessionRank& r, uint16_t flags = 0, uint16_t epoch = 0,
+          bool resend = false, proto::SessionNonce* server_nonce = nullptr) {
+  if (r.incarnation == 0) r.incarnation = 2000u + r.rank;
+  if (!resend) r.nonce = proto::draw_session_nonce();
   proto::JoinPayload jp{r.nonce};
   std::vector<std::byte> body(proto::kJoinPayloadBytes);
   proto::write_join_payload(jp, std::span<std::byte, proto::kJoinPayloadBytes>(body.data(), body.size()));
@@ -54,6 +55,8 @@ bool join(StartedEngine& s, const config::Job& job, SessionRank& r) {
   h.opcode = proto::Opcode::join;
   h.rank = r.rank;
   h.aux = r.incarnation;
+  h.flags = flags;
+  h.epoch = epoch;
   s.workers->send(job, r.rank, h, body);
   const auto got = s.workers->receive(1);
   if (got.size() != 1 || got[0].hdr.opcode != proto::Opcode::joined) return false;
@@ -62,6 +65,7 @@ bool join(StartedEngine& s, const config::Job& job, SessionRank& r) {
   auto joined = proto::accept_joined(proto::handshake_key(job_key), msg.first<proto::kHeaderBytes>(),
                                      msg.subspan(proto::kHeaderBytes), r.nonce);
   if (!joined) return false;
+  if (server_nonce != nullptr) *server_nonce = joined->server_nonce;
   r.reply = joined->reply;
   r.options = joined->options;
   proto::SessionContext ctx;
@@ -224,6 +228,74 @@ TEST(Sessions, PayloadMacRefusesAlteredAndUnmacedPushes) {
   send_session(s, job, ranks[0], h, gradient_bytes(0), false);
   EXPECT_TRUE(eventually([&] { return drops(*s.engine, Drop::mac_missing) == 1; }));
   EXPECT_EQ(job_counters(*s.engine, 0).pushes, 2u) << "only round 0's";
+  EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(100)).empty());
+}
+
+// A resent join (the same nonce) is answered with the same session; a join replayed after a later one
+// creates nothing.
+TEST(Sessions, AResentJoinGetsTheSameSession) {
+  auto job = sessions_job(false);
+  StartedEngine s(1, {job});
+  SessionRank r;
+  proto::SessionNonce first{}, again{};
+  ASSERT_TRUE(join(s, job, r, 0, 0, false, &first));
+  ASSERT_TRUE(join(s, job, r, 0, 0, true, &again));
+  EXPECT_EQ(first, again);
+  SessionRank other = r;
+  ASSERT_TRUE(join(s, job, other, 0, 0, false, &again));  // a new attempt of the same process: a new session
+  EXPECT_NE(first, again);
+}
+
+// An epoch start keeps the old run's sessions: its workers' packets still open and learn the new epoch
+// (an epoch_mismatch sealed under their session), also once a new holder's session replaced theirs; a
+// packet of a replaced session that names the job's epoch is dropped session_replaced.
+TEST(Sessions, OldRunsWorkersLearnTheNewEpochUnderTheirSessions) {
+  auto job = sessions_job(false);
+  StartedEngine s(1, {job});
+  SessionRank old_ranks[2];
+  for (uint16_t r = 0; r < 2; ++r) {
+    old_ranks[r].rank = r;
+    ASSERT_TRUE(join(s, job, old_ranks[r]));
+  }
+  push_round_and_check(s, job, old_ranks, false);
+
+  SessionRank fresh[2];
+  for (uint16_t r = 0; r < 2; ++r) {
+    fresh[r].rank = r;
+    fresh[r].incarnation = 3000u + r;
+  }
+  ASSERT_TRUE(join(s, job, fresh[0], proto::flag::epoch_start, 1));  // a new run's rank 0 restarts the job
+  // The old rank 1 (current session still its own) pushes round 1 of epoch 0.
+  proto::Header h = push_header(1);
+  h.round = 1;
+  send_session(s, job, old_ranks[1], h, gradient_bytes(1), false);
+  auto got = s.workers->receive(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].hdr.opcode, proto::Opcode::error);
+  EXPECT_EQ(got[0].hdr.status, proto::Status::epoch_mismatch);
+  EXPECT_EQ(got[0].hdr.aux, 1u);
+  EXPECT_EQ(proto::open_session_packet(proto::server_to_worker(old_ranks[1].keys), old_ranks[1].rx, got[0].msg,
+                                       old_ranks[1].reply, false),
+            proto::SessionVerdict::ok);
+
+  // The new run's rank 1 joins and pushes: its session replaces the old one.
+  ASSERT_TRUE(join(s, job, fresh[1], 0, 1));
+  proto::Header p1 = push_header(1);
+  p1.epoch = 1;
+  send_session(s, job, fresh[1], p1, gradient_bytes(1), false);
+  EXPECT_TRUE(eventually([&] { return job_counters(*s.engine, 0).sessions_established == 3; }));
+
+  send_session(s, job, old_ranks[1], h, gradient_bytes(1), false);  // the old worker again, epoch 0
+  got = s.workers->receive(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].hdr.status, proto::Status::epoch_mismatch);
+  EXPECT_EQ(proto::open_session_packet(proto::server_to_worker(old_ranks[1].keys), old_ranks[1].rx, got[0].msg,
+                                       old_ranks[1].reply, false),
+            proto::SessionVerdict::ok)
+      << "sealed under the former session";
+  h.epoch = 1;  // an old session's packet that names the job's epoch: nothing
+  send_session(s, job, old_ranks[1], h, gradient_bytes(1), false);
+  EXPECT_TRUE(eventually([&] { return drops(*s.engine, Drop::session_replaced) == 1; }));
   EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(100)).empty());
 }
 
