@@ -45,7 +45,7 @@ struct SessionRank {
 // Join `rank` and take the joined as a client does (accept_joined under the handshake key, the nonce it
 // sent); derive the session's keys. False if no acceptable joined came.
 bool join(StartedEngine& s, const config::Job& job, SessionRank& r, uint16_t flags = 0, uint16_t epoch = 0,
-          bool resend = false, proto::SessionNonce* server_nonce = nullptr) {
+          bool resend = false, proto::SessionNonce* server_nonce = nullptr, uint32_t chunk = 0) {
   if (r.incarnation == 0) r.incarnation = 2000u + r.rank;
   if (!resend) r.nonce = proto::draw_session_nonce();
   proto::JoinPayload jp{r.nonce};
@@ -57,6 +57,7 @@ bool join(StartedEngine& s, const config::Job& job, SessionRank& r, uint16_t fla
   h.aux = r.incarnation;
   h.flags = flags;
   h.epoch = epoch;
+  h.chunk_id = chunk;  // which lcore's port it goes to (the chunk's owner)
   s.workers->send(job, r.rank, h, body);
   const auto got = s.workers->receive(1);
   if (got.size() != 1 || got[0].hdr.opcode != proto::Opcode::joined) return false;
@@ -71,7 +72,7 @@ bool join(StartedEngine& s, const config::Job& job, SessionRank& r, uint16_t fla
   proto::SessionContext ctx;
   ctx.rank = r.rank;
   ctx.incarnation = r.incarnation;
-  ctx.lcore_index = 0;  // the one lcore
+  ctx.lcore_index = static_cast<uint16_t>(got[0].src_port - job.port_base);  // the lcore that answered
   ctx.worker_nonce = r.nonce;
   ctx.server_nonce = joined->server_nonce;
   r.keys = proto::derive_session_keys(job_key, ctx);
@@ -84,8 +85,9 @@ std::vector<std::byte> gradient_bytes(uint16_t rank) {
   return encode(v, Dtype::fp32);
 }
 
-proto::Header push_header(uint16_t rank) {
+proto::Header push_header(uint16_t rank, uint32_t chunk = 0) {
   proto::Header h;
+  h.chunk_id = chunk;
   h.opcode = proto::Opcode::push;
   h.rank = rank;
   h.elem_count = static_cast<uint16_t>(kElems);
@@ -297,6 +299,36 @@ TEST(Sessions, OldRunsWorkersLearnTheNewEpochUnderTheirSessions) {
   send_session(s, job, old_ranks[1], h, gradient_bytes(1), false);
   EXPECT_TRUE(eventually([&] { return drops(*s.engine, Drop::session_replaced) == 1; }));
   EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(100)).empty());
+}
+
+// Each server lcore keeps its own session with a rank, bound to the lcore's position: a rank joins every
+// lcore that owns chunks it pushes, and each lcore's results open only under that lcore's keys.
+TEST(Sessions, EachLcoreHasItsOwnSessionWithARank) {
+  auto job = make_job(1, 1, {kElems, kElems});
+  job.secret = "sessions-test-secret-0123456789";
+  job.sessions = true;
+  StartedEngine s(2, {job});
+  const auto& l = s.layout(0);
+  ASSERT_EQ(l.chunk_count(), 2u);
+  ASSERT_NE(l.chunk(0).owner, l.chunk(1).owner);
+  SessionRank by_chunk[2];
+  for (uint32_t c = 0; c < 2; ++c) ASSERT_TRUE(join(s, job, by_chunk[c], 0, 0, false, nullptr, c)) << "chunk " << c;
+  for (uint32_t c = 0; c < 2; ++c) send_session(s, job, by_chunk[c], push_header(0, c), gradient_bytes(0), false);
+  EXPECT_NE(by_chunk[0].keys, by_chunk[1].keys);
+  const auto got = s.workers->receive(2);
+  ASSERT_EQ(got.size(), 2u);
+  for (const auto& g : got) {
+    ASSERT_EQ(g.hdr.opcode, proto::Opcode::result);
+    ASSERT_LT(g.hdr.chunk_id, 2u);
+    SessionRank& mine = by_chunk[g.hdr.chunk_id];
+    SessionRank& other = by_chunk[1 - g.hdr.chunk_id];
+    proto::ReplayWindow fresh;
+    EXPECT_EQ(proto::open_session_packet(proto::server_to_worker(other.keys), fresh, g.msg, other.reply, false),
+              proto::SessionVerdict::bad_tag);
+    EXPECT_EQ(proto::open_session_packet(proto::server_to_worker(mine.keys), mine.rx, g.msg, mine.reply, false),
+              proto::SessionVerdict::ok);
+  }
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 2u);
 }
 
 // A job with a secret and no sessions works as before: v3 joins under the handshake key, header tags.
