@@ -173,7 +173,7 @@ void Workers::send_sealed(const config::Job& job, uint16_t rank, proto::Header h
   ASSERT_TRUE(n.has_value());
   seal(std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes));
   proto::refresh_udp_checksum(frame);  // the tag changed bytes under the UDP checksum
-  send_frame(frame, owner % queues_);
+  send_frame(frame, queue_override >= 0 ? static_cast<uint16_t>(queue_override) : owner % queues_);
 }
 
 void Workers::prove(const config::Job& job, uint16_t rank) {

@@ -88,6 +88,9 @@ class Workers {
   uint16_t udp_port_shift = 0;
   [[nodiscard]] uint32_t last_seq() const { return last_seq_; }  // of the last packet sent
   uint32_t ip_shift = 0;
+  // The queue send and send_sealed put frames on (-1: the owning lcore's, as a ring or memif sender does): a
+  // test misdirects frames with it, for the receiving lcore to hand them off.
+  int queue_override = -1;
 
   [[nodiscard]] const proto::Layout& layout(const config::Job& job, uint16_t lcores, uint16_t mtu = 1500);
   [[nodiscard]] MacAddr server_mac() const { return server_mac_; }

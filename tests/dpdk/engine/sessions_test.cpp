@@ -329,6 +329,22 @@ TEST(Sessions, EachLcoreHasItsOwnSessionWithARank) {
               proto::SessionVerdict::ok);
   }
   EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 2u);
+
+  // Joins and session packets that reach another lcore's queue are handed to the owner, which opens them.
+  const uint32_t on_one = l.chunk(0).owner == 1 ? 0 : 1;  // the chunk lcore 1 owns
+  s.workers->queue_override = 0;
+  SessionRank rejoined;
+  ASSERT_TRUE(join(s, job, rejoined, 0, 0, false, nullptr, on_one));
+  proto::Header h = push_header(0, on_one);
+  h.round = 1;
+  send_session(s, job, rejoined, h, gradient_bytes(0), false);
+  const auto second = s.workers->receive(1);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(proto::open_session_packet(proto::server_to_worker(rejoined.keys), rejoined.rx, second[0].msg,
+                                       rejoined.reply, false),
+            proto::SessionVerdict::ok);
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 3u);
+  EXPECT_GE(s.engine->totals().lcores.redirected_out, 2u);
 }
 
 // A job with a secret and no sessions works as before: v3 joins under the handshake key, header tags.
