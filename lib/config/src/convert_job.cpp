@@ -142,6 +142,15 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
   r.integer("port_base", j.port_base, 1, 65535, true);
   r.string("secret", j.secret);
   r.boolean("insecure", j.insecure);
+  r.boolean("sessions", j.sessions);
+  r.boolean("payload_mac", j.payload_mac);
+  // Session keys derive from the job key: without a secret there is nothing to derive them from.
+  if (j.sessions && j.secret.empty()) {
+    errors.add(r.path("sessions"), "needs a secret (session keys derive from the job key)");
+  }
+  if (j.payload_mac && !j.sessions) {
+    errors.add(r.path("payload_mac"), "needs sessions = true (the payload MAC is keyed by the session)");
+  }
   if (j.secret.size() > kMaxSecretBytes) {
     errors.add(r.path("secret"), "a secret of " + std::to_string(j.secret.size()) + " bytes is longer than " +
                                      std::to_string(kMaxSecretBytes));

@@ -136,6 +136,8 @@ void dump_job(Writer& w, const Job& j) {
   w.field("port_base", j.port_base);
   w.text("secret", j.secret);
   w.field("insecure", j.insecure ? "true" : "false");
+  w.field("sessions", j.sessions ? "true" : "false");
+  w.field("payload_mac", j.payload_mac ? "true" : "false");
   w.field("quota_bytes", j.quota_bytes);
   w.field("chunk_bytes", j.chunk_bytes);
   w.open("keys");

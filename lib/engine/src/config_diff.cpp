@@ -73,6 +73,9 @@ bool diff_job(const config::Job& a, const config::Job& b, const std::string& at,
   r.check(at + ".shard_count", a.shard_count, b.shard_count, "the sharding");
   r.check(at + ".shard_index", a.shard_index, b.shard_index, "the sharding");
   r.check(at + ".ranks_by_rack", a.ranks_by_rack, b.ranks_by_rack, "ranks_by_rack");
+  // Running workers speak session packets or not from their join on: the mode cannot change under them.
+  r.check(at + ".sessions", a.sessions, b.sessions, "sessions");
+  r.check(at + ".payload_mac", a.payload_mac, b.payload_mac, "payload_mac");
   // checkpoint (dir, every_rounds, every_s, keep) changes in place: the control thread reads it from the plan.
   return !(a == b);
 }

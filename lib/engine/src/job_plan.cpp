@@ -1,5 +1,6 @@
 // Job planning: the chunk map, the arithmetic, the key and the memory estimate of a job (see job_plan.hpp).
 #include "phub/engine/job_plan.hpp"
+#include "phub/proto/session.hpp"
 
 namespace phub::engine {
 namespace {
@@ -57,7 +58,10 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
   m.optimizer = map_optimizer(job.optimizer);
 
   p.authenticated = !job.secret.empty();
-  if (p.authenticated) p.key = proto::derive_key(job.secret, job.id);
+  if (p.authenticated) {
+    p.key = proto::derive_key(job.secret, job.id);
+    p.handshake_key = proto::handshake_key(p.key);
+  }
   p.rate_per_lcore_pps = job.rate_limit_pps == 0 ? 0 : (job.rate_limit_pps + lcores - 1) / lcores;
   p.answer_bytes_per_lcore_s = job.answer_bytes_per_s == 0 ? 0 : (job.answer_bytes_per_s + lcores - 1) / lcores;
   p.first_owner = static_cast<uint16_t>(job.shard_index * lcores);

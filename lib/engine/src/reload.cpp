@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "admission.hpp"
+#include "phub/proto/session.hpp"
 #include "phub/engine/engine.hpp"
 
 namespace phub::engine {
@@ -81,6 +82,7 @@ Expected<ReloadOutcome, std::vector<std::string>> Engine::apply(const config::Co
       changed.previous_key = old_plan.previous_key;  // an overlap still running goes on
       changed.previous_until_tsc = old_plan.previous_until_tsc;
     }
+    if (changed.previous_until_tsc != 0) changed.previous_handshake_key = proto::handshake_key(changed.previous_key);
     table.push_back(std::make_shared<const JobPlan>(std::move(changed)));
   }
 

@@ -11,7 +11,9 @@
 #include "phub/engine/lcore.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/handshake.hpp"
 #include "phub/proto/probe_reflect.hpp"
+#include "phub/proto/session_packet.hpp"
 #include "rx_frame.hpp"
 
 namespace phub::engine {
@@ -157,7 +159,18 @@ bool Lcore::authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index)
     bump(counters_.malformed[static_cast<size_t>(*e)]);
     return false;
   }
-  if (rx.hdr.job_id == plan.cfg.id && verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) return true;
+  rx.payload = rx.msg.subspan(proto::kHeaderBytes);
+  if (rx.hdr.job_id == plan.cfg.id) {
+    // Joins carry the (stateless) handshake tag. The other packets of a rank in a sessions job can be opened
+    // only by their owner, which holds the session: they take a slot of the job's share, nothing more.
+    if (rx.hdr.opcode == proto::Opcode::join) {
+      if (accept_join_of(rx, plan)) return true;
+    } else if (plan.cfg.sessions && !proto::opcode_is_hub(rx.hdr.opcode)) {
+      return true;
+    } else if (verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
+      return true;
+    }
+  }
   // Counted here as the owner would count it; the owner never sees it.
   count_drop(*s.lcore_jobs[r_.index][job_index],
              rx.hdr.job_id != plan.cfg.id ? (s.job_by_id(rx.hdr.job_id) < 0 ? Drop::unknown_job : Drop::job_port_mismatch)
@@ -247,7 +260,13 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   if (rx.hdr.job_id != plan.cfg.id) return drop(s.job_by_id(rx.hdr.job_id) < 0 ? Drop::unknown_job : Drop::job_port_mismatch);
   rx.previous_key = false;
   rx.credited = nullptr;
-  if (plan.authenticated && !verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
+  rx.session = nullptr;
+  // A join carries the handshake tag over header and payload; a rank's other packets in a sessions job are
+  // session packets, opened below once the rank is known; everything else carries the job key's tag.
+  const bool session_packet = plan.cfg.sessions && !proto::opcode_is_hub(rx.hdr.opcode);
+  if (rx.hdr.opcode == proto::Opcode::join) {
+    if (!accept_join_of(rx, plan)) return drop(plan.authenticated ? Drop::bad_tag : Drop::bad_request);
+  } else if (plan.authenticated && !session_packet && !verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
     return drop(Drop::bad_tag);
   }
   // Hub forwards name a rack, not a rank: they never reach a rank's address. A flat job has no hubs.
@@ -275,6 +294,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     on_join(rx, plan, lj);
     return consume(m);
   }
+  if (session_packet && !open_session(rx, plan, lj)) return consume(m);
   // Packets of another epoch (old workers of a restarted job, or workers that have not seen the restart
   // yet) touch nothing: not the rounds, not the rank's address.
   if (rx.hdr.epoch != lj.epoch && rx.hdr.opcode != proto::Opcode::probe_request) {
@@ -285,7 +305,14 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
 
   Peer& peer = lj.peer(rx.hdr.rank);
   bool answers_here = true;
-  if (!at_address(peer, rx.l2, rx.ip, rx.udp, rx.port)) {
+  if (plan.cfg.sessions) {
+    // The session proved the address it was established at (promotion set it): a packet that opened from
+    // elsewhere is handled, its answers go there.
+    if (!at_address(peer, rx.l2, rx.ip, rx.udp, rx.port)) {
+      bump(lj.counters.addresses_kept);
+      answers_here = false;
+    }
+  } else if (!at_address(peer, rx.l2, rx.ip, rx.udp, rx.port)) {
     // An address that proved it receives (a worker joined there) is the rank's until the holder joins again
     // from elsewhere: a packet replayed or spoofed from another MAC, IP or port is handled, but its answers
     // still go to the proven address (and what answers the sender directly is one header). An unproven
@@ -300,7 +327,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   }
   // Which key the answers to the rank's address are signed with follows only the packets from that address.
   if (answers_here) peer.previous_key = rx.previous_key;
-  if (!peer.proven) prove_or_credit(peer, rx, plan, lj, s);
+  if (!peer.proven && !plan.cfg.sessions) prove_or_credit(peer, rx, plan, lj, s);
   if (rx.hdr.opcode == proto::Opcode::probe_request && rx.credited != nullptr &&
       !within_amplification_limit(lj, *rx.credited, rx.m->pkt_len)) {
     return consume(m);  // the echo would spend what results to the address need: not sent
@@ -320,7 +347,10 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
       // epoch (a process of another run must not take over this run's rounds): a new run restarts the job.
       // Only from the rank's address: a leave replayed from elsewhere is kept out like any packet there.
       bump(lj.counters.leaves);
-      if (peer.incarnation == rx.hdr.aux && at_address(peer, rx.l2, rx.ip, rx.udp, rx.port)) peer.known = false;
+      // (A session packet proves its sender wherever it comes from.)
+      if (peer.incarnation == rx.hdr.aux && (plan.cfg.sessions || at_address(peer, rx.l2, rx.ip, rx.udp, rx.port))) {
+        peer.known = false;
+      }
       break;
     case proto::Opcode::probe_request:
       on_probe(m, rx, lj);
@@ -547,7 +577,24 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     p.incarnation = incarnation;
     if (h.rank == 0 && incarnation != 0 && hierarchical(plan.math)) hub_state_changed(lj);  // peers learn the holder
   }
-  if (p.incarnation == incarnation && incarnation != 0) {
+  proto::JoinedPayload jp;
+  jp.worker_nonce = rx.join_nonce;
+  jp.reply = proto::ReplyAddress{rx.ip.src, rx.udp.src_port};
+  if (plan.cfg.sessions) {
+    jp.options = static_cast<uint8_t>(proto::session_option::session |
+                                      (plan.cfg.payload_mac ? proto::session_option::payload_mac : 0));
+    if (p.incarnation == incarnation && incarnation != 0) {
+      if (!join_session(rx, plan, lj, p, jp)) {
+        count_drop(lj, Drop::replayed);  // an earlier join of the holder, replayed: creates nothing
+        return;
+      }
+    } else {
+      jp.server_nonce = proto::draw_session_nonce();  // a non-holder or a query: answered, nothing kept
+    }
+  } else {
+    jp.server_nonce = proto::draw_session_nonce();
+  }
+  if (!plan.cfg.sessions && p.incarnation == incarnation && incarnation != 0) {
     // A join of the holder sets its address, unless the address is proven and this join is not later than
     // the one that set it (a replay of a recorded join, or one overtaken by a later one): then it changes
     // nothing, and its answer goes to its sender as any join's.
@@ -572,7 +619,143 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   // The address cookie of the join's source: the worker carries it back in every push, init, rerequest
   // and pull. Only the address's owner receives it.
   a.crc32c = proto::address_cookie(snap_->cookie_key, plan.cfg.id, h.rank, rx.ip.src, rx.udp.src_port);
-  reply(rx, plan, lj, a);
+  send_joined(rx, plan, lj, a, jp);
+}
+
+bool Lcore::join_session(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Peer& p, proto::JoinedPayload& jp) noexcept {
+  const proto::Header& h = rx.hdr;
+  // A resend of the join that made the current or the pending session (same worker nonce): the same answer.
+  for (const PeerSession* known : {&p.current, &p.pending}) {
+    if (known->valid && known->incarnation == h.aux && known->worker_nonce == rx.join_nonce) {
+      jp.server_nonce = known->server_nonce;
+      jp.reply = known->reply;
+      return true;
+    }
+  }
+  // Another join of the same process replaces them only when it is later (its seq): a recorded one replayed
+  // would otherwise push the worker's live session out.
+  for (const PeerSession* known : {&p.current, &p.pending}) {
+    if (known->valid && known->incarnation == h.aux && static_cast<int32_t>(h.seq - known->join_seq) <= 0) return false;
+  }
+  PeerSession& n = p.pending;
+  n = PeerSession{};
+  n.reply = jp.reply;
+  n.mac = rx.l2.src;
+  n.port = static_cast<uint8_t>(rx.port);
+  n.worker_nonce = rx.join_nonce;
+  n.server_nonce = proto::draw_session_nonce();
+  n.incarnation = h.aux;
+  n.join_seq = h.seq;
+  proto::SessionContext ctx;
+  ctx.rank = h.rank;
+  ctx.incarnation = h.aux;
+  ctx.lcore_index = r_.index;
+  ctx.worker_nonce = n.worker_nonce;
+  ctx.server_nonce = n.server_nonce;
+  n.keys = proto::derive_session_keys(rx.previous_key ? plan.previous_key : plan.key, ctx);
+  n.valid = true;
+  jp.server_nonce = n.server_nonce;
+  (void)lj;
+  return true;
+}
+
+bool Lcore::accept_join_of(Rx& rx, const JobPlan& plan) const noexcept {
+  rx.previous_key = false;
+  std::optional<proto::JoinPayload> p;
+  if (!plan.authenticated) {
+    p = proto::parse_join_payload(rx.payload);
+  } else {
+    const auto wire = rx.msg.first<proto::kHeaderBytes>();
+    p = proto::accept_join(plan.handshake_key, wire, rx.payload);
+    if (!p && plan.previous_until_tsc != 0 && now_tsc_ < plan.previous_until_tsc) {
+      p = proto::accept_join(plan.previous_handshake_key, wire, rx.payload);
+      rx.previous_key = p.has_value();
+    }
+  }
+  if (!p) return false;
+  rx.join_nonce = p->worker_nonce;
+  return true;
+}
+
+namespace {
+
+// Opcodes whose payload is elements: the ones a payload_mac job's session packets carry a payload MAC in.
+bool carries_elements(proto::Opcode op) noexcept {
+  return op == proto::Opcode::push || op == proto::Opcode::init || op == proto::Opcode::result;
+}
+
+Drop drop_for(proto::SessionVerdict v) noexcept {
+  switch (v) {
+    case proto::SessionVerdict::replayed: return Drop::replayed;
+    case proto::SessionVerdict::too_old: return Drop::seq_too_old;
+    case proto::SessionVerdict::bad_mac: return Drop::bad_mac;
+    case proto::SessionVerdict::mac_missing: return Drop::mac_missing;
+    case proto::SessionVerdict::ok:
+    case proto::SessionVerdict::bad_tag: break;
+  }
+  return Drop::bad_tag;
+}
+
+}  // namespace
+
+bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+  Peer& p = lj.peer(rx.hdr.rank);
+  const bool require_mac = plan.cfg.payload_mac && carries_elements(rx.hdr.opcode);
+  using V = proto::SessionVerdict;
+  // A session's window is checked before its tag: replayed or too_old under one session says nothing of
+  // another (a new session starts again at 1, below the old one's window). Only bad_mac and mac_missing
+  // prove the packet is that session's.
+  auto inconclusive = [](V x) { return x == V::bad_tag || x == V::replayed || x == V::too_old; };
+  V v = V::bad_tag;
+  if (p.current.valid) {
+    v = proto::open_session_packet(proto::worker_to_server(p.current.keys), p.current.window, rx.msg, p.current.reply,
+                                   require_mac);
+    if (v == V::ok) {
+      rx.session = &p.current;
+      return true;
+    }
+  }
+  if (inconclusive(v) && p.pending.valid) {
+    // The first packet under the session a join offered: it becomes the rank's, with its address.
+    const V pv = proto::open_session_packet(proto::worker_to_server(p.pending.keys), p.pending.window, rx.msg,
+                                            p.pending.reply, require_mac);
+    if (pv == V::ok) {
+      p.former = p.current;
+      p.current = p.pending;
+      p.pending.valid = false;
+      p.mac = p.current.mac;
+      p.ip = p.current.reply.ipv4;
+      p.udp_port = p.current.reply.udp_port;
+      p.port = p.current.port;
+      p.known = true;
+      p.l234_generation = 0;
+      p.proven = true;  // the session's keys needed the joined sent to that address
+      p.unproven_credit_bytes = 0;
+      bump(lj.counters.sessions_established);
+      rx.session = &p.current;
+      return true;
+    }
+    if (!inconclusive(pv) || !p.current.valid) v = pv;
+  }
+  if (inconclusive(v) && p.former.valid) {
+    const V fv = proto::open_session_packet(proto::worker_to_server(p.former.keys), p.former.window, rx.msg,
+                                            p.former.reply, require_mac);
+    if (fv == V::ok) {
+      // A worker of the session a later join replaced: told only that the job moved to another epoch.
+      if (rx.hdr.epoch != lj.epoch && rx.hdr.opcode != proto::Opcode::probe_request) {
+        count_drop(lj, Drop::epoch_mismatch);
+        rx.session = &p.former;
+        send_error(rx, plan, lj, proto::Status::epoch_mismatch, lj.epoch);
+        rx.session = nullptr;
+      } else {
+        count_drop(lj, Drop::session_replaced);
+      }
+      return false;
+    }
+    if (!inconclusive(fv)) v = fv;
+  }
+  count_drop(lj, !p.current.valid && !p.pending.valid && !p.former.valid ? Drop::no_session : drop_for(v));
+  return false;
 }
 
 void Lcore::prove_or_credit(Peer& peer, Rx& rx, const JobPlan& plan, LcoreJob& lj, const Snapshot& s) noexcept {
@@ -614,11 +797,24 @@ void Lcore::on_probe(rte_mbuf* m, Rx& rx, LcoreJob& lj) noexcept {
   // Echo the probe body back to the sender as probe_reply, rewriting the frame in place.
   proto::Header h = proto::probe_reply_header(rx.hdr);
   h.seq = seq_++;
+  const JobPlan& plan = *snap_->jobs[snap_->port_to_job[rx.udp.dst_port] - 1];
+  PeerSession* session = plan.cfg.sessions ? rx.session : nullptr;
+  if (session != nullptr && !(session->reply == proto::ReplyAddress{rx.ip.src, rx.udp.src_port} &&
+                              mac_equal(session->mac, rx.l2.src) && session->port == rx.port)) {
+    // The echo is the request turned around: it would go to the sender, not the session's address. Not
+    // sent (the packet was counted in addresses_kept).
+    rte_pktmbuf_free(m);
+    return;
+  }
   proto::turn_around_udp_in_place(rx.frame, rx.l2, rx.ip, rx.udp, snap_->ports[rx.port].mac);
   auto wire = rx.frame.subspan(rx.udp.payload_offset).first<proto::kHeaderBytes>();
   proto::write_header(h, wire);
-  const JobPlan& plan = *snap_->jobs[snap_->port_to_job[rx.udp.dst_port] - 1];
-  if (plan.authenticated) proto::sign_header(rx.previous_key ? plan.previous_key : plan.key, wire);
+  if (session != nullptr) {
+    proto::seal_session_packet(proto::server_to_worker(session->keys), rx.frame.subspan(rx.udp.payload_offset, rx.msg.size()),
+                               session->reply, session->next_tx_seq++, false);
+  } else if (plan.authenticated) {
+    proto::sign_header(rx.previous_key ? plan.previous_key : plan.key, wire);
+  }
   rte_pktmbuf_trim(m, static_cast<uint16_t>(m->data_len - (rx.udp.payload_offset + rx.msg.size())));
   m->ol_flags = 0;
   queue_tx(lj, rx.port, m);

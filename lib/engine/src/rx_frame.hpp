@@ -22,6 +22,10 @@ struct Lcore::Rx {
   // The rank whose unproven address this frame came from and was credited to (null: none): a reply to
   // the frame spends that credit like every other message to the address.
   Peer* credited = nullptr;
+  // Sessions jobs: the session the packet opened under (the rank's current, or its former one whose packets
+  // only learn of a new epoch); answers to the packet are sealed under it and go to its address.
+  PeerSession* session = nullptr;
+  proto::SessionNonce join_nonce{};    // a join's worker nonce (its payload, checked)
   std::span<const std::byte> msg;      // the UDP payload: phub header + payload
   std::span<const std::byte> payload;  // elements
 };

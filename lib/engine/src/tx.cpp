@@ -6,7 +6,10 @@
 
 #include "phub/engine/lcore.hpp"
 #include "messages.hpp"
+#include "phub/base/bytes.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/handshake.hpp"
+#include "phub/proto/session_packet.hpp"
 #include "rx_frame.hpp"
 
 namespace phub::engine {
@@ -28,14 +31,15 @@ bool Lcore::queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept {
   return true;
 }
 
-rte_mbuf* Lcore::start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept {
+rte_mbuf* Lcore::start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h,
+                               PeerSession* session) noexcept {
   const bool chain = snap_->ports[peer.port].zero_copy_tx;
   rte_mbuf* m = rte_pktmbuf_alloc(chain || h.payload_bytes == 0 ? r_.hdr_pool : r_.copy_pool);
   if (m == nullptr) {
     count_drop(lj, Drop::no_mbuf);
     return nullptr;
   }
-  return write_message(m, plan, lj, peer, h) ? m : nullptr;
+  return write_message(m, plan, lj, peer, h, session) ? m : nullptr;
 }
 
 std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer,
@@ -63,12 +67,51 @@ std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Pee
   return p + peer.l234.size();
 }
 
-bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept {
+bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h,
+                          PeerSession* session, std::span<const std::byte> payload) noexcept {
   std::byte* p = write_l234(m, plan, lj, peer, proto::kHeaderBytes + h.payload_bytes);
   if (p == nullptr) return false;
   auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
   proto::write_header(h, wire);
-  if (plan.authenticated) sign_for(plan, peer, wire);
+  if (!seal_for(plan, lj, peer, session, wire, payload)) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// seal_session_packet for a header apart from its payload (a result's payload stays in the result buffer,
+// chained): the same payload MAC, number and tag.
+void seal_session_header(const proto::SessionDirection& d, std::span<std::byte, proto::kHeaderBytes> wire,
+                         std::span<const std::byte> payload, proto::ReplyAddress reply, uint64_t seq, bool mac) noexcept {
+  constexpr size_t kFlagsOffset = 4;
+  if (mac) {
+    const auto flags = load_be<uint16_t>(wire.data() + kFlagsOffset);
+    store_be<uint16_t>(wire.data() + kFlagsOffset, static_cast<uint16_t>((flags & ~proto::flag::crc) | proto::flag::mac));
+    const uint64_t m = proto::session_payload_mac(d.mac, seq, payload);
+    store_be<uint32_t>(wire.data() + proto::kCrcOffset, static_cast<uint32_t>(m >> 32));
+    store_be<uint32_t>(wire.data() + proto::kAuxOffset, static_cast<uint32_t>(m));
+  }
+  proto::seal_session(d.tag, wire, reply, seq);
+}
+
+}  // namespace
+
+bool Lcore::seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSession* session,
+                     std::span<std::byte, proto::kHeaderBytes> wire, std::span<const std::byte> payload) noexcept {
+  if (!plan.cfg.sessions) {
+    if (plan.authenticated) sign_for(plan, peer, wire);
+    return true;
+  }
+  if (session == nullptr || !session->valid) {
+    count_drop(lj, Drop::no_session);
+    return false;
+  }
+  const auto opcode = static_cast<proto::Opcode>(std::to_integer<uint8_t>(wire[3]));
+  const bool mac = plan.cfg.payload_mac && opcode == proto::Opcode::result;
+  seal_session_header(proto::server_to_worker(session->keys), wire, payload, session->reply, session->next_tx_seq++, mac);
   return true;
 }
 
@@ -113,7 +156,8 @@ bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, Lcore
   proto::Header h = result_header(plan, c, round, seg, rank, lj.epoch);
   h.seq = seq_++;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
-  if (!write_message(hdr, plan, lj, peer, h)) {
+  const std::span<const std::byte> payload(c.out[buf] + off_bytes, h.payload_bytes);
+  if (!write_message(hdr, plan, lj, peer, h, &peer.current, payload)) {
     if (ext != nullptr) rte_pktmbuf_free(ext);
     return false;
   }
@@ -224,6 +268,8 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     // One header for all ranks (rank and seq change).
     std::array<std::byte, proto::kHeaderBytes> wire;
     proto::write_header(h, wire);
+    const std::span<const std::byte> bytes(c.out[c.cur] + static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype),
+                                           h.payload_bytes);
     for (uint16_t i = 0; i < n; ++i) {
       Peer& peer = lj.peer(ranks[i]);
       std::byte* p = write_l234(hdrs[i], plan, lj, peer, proto::kHeaderBytes + h.payload_bytes);
@@ -234,7 +280,11 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
       auto out = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
       std::memcpy(out.data(), wire.data(), wire.size());
       proto::write_header_recipient(ranks[i], seq_++, out);
-      if (plan.authenticated) sign_for(plan, peer, out);
+      if (!seal_for(plan, lj, peer, &peer.current, out, bytes)) {
+        rte_pktmbuf_free(hdrs[i]);
+        rte_pktmbuf_free(payload);
+        continue;
+      }
       chain_payload(hdrs[i], payload);
       if (queue_tx(lj, peer.port, hdrs[i])) bump(lj.counters.results_sent);
     }
@@ -273,6 +323,21 @@ bool Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header
   to.udp_port = rx.udp.src_port;
   to.port = static_cast<uint8_t>(rx.port);
   to.known = true;
+  if (plan.cfg.sessions) {
+    // Sealed under the session the packet opened under, and sent to that session's address whatever the
+    // packet's source: a packet that opened under no session gets no answer.
+    if (rx.session == nullptr || !rx.session->valid) {
+      count_drop(lj, Drop::no_session);
+      return false;
+    }
+    to.mac = rx.session->mac;
+    to.ip = rx.session->reply.ipv4;
+    to.udp_port = rx.session->reply.udp_port;
+    to.port = rx.session->port;
+    h.seq = seq_++;
+    rte_mbuf* m = start_message(plan, lj, to, h, rx.session);
+    return m != nullptr && queue_tx(lj, to.port, m);
+  }
   if (rx.credited != nullptr && !within_amplification_limit(lj, *rx.credited, proto::kFrameHeadersBytes + h.payload_bytes)) {
     return false;
   }
@@ -291,13 +356,47 @@ void Lcore::send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::S
   }
 }
 
+bool Lcore::send_joined(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h,
+                        const proto::JoinedPayload& p) noexcept {
+  // To the join's source, as long as the join (the same 44 payload bytes: no amplification).
+  Peer to;
+  to.mac = rx.l2.src;
+  to.ip = rx.ip.src;
+  to.udp_port = rx.udp.src_port;
+  to.port = static_cast<uint8_t>(rx.port);
+  to.known = true;
+  h.payload_bytes = proto::kJoinedPayloadBytes;
+  h.seq = seq_++;
+  rte_mbuf* m = rte_pktmbuf_alloc(r_.copy_pool);  // header mbufs have no room for the payload
+  if (m == nullptr) {
+    count_drop(lj, Drop::no_mbuf);
+    return false;
+  }
+  std::byte* w = write_l234(m, plan, lj, to, proto::kHeaderBytes + h.payload_bytes);
+  if (w == nullptr) return false;
+  auto* body = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kJoinedPayloadBytes));
+  if (body == nullptr) {
+    rte_pktmbuf_free(m);
+    count_drop(lj, Drop::no_mbuf);
+    return false;
+  }
+  auto wire = std::span<std::byte, proto::kHeaderBytes>(w, proto::kHeaderBytes);
+  auto payload = std::span<std::byte, proto::kJoinedPayloadBytes>(body, proto::kJoinedPayloadBytes);
+  proto::write_header(h, wire);
+  proto::write_joined_payload(p, payload);
+  if (plan.authenticated) {
+    proto::seal_handshake(rx.previous_key ? plan.previous_handshake_key : plan.handshake_key, wire, payload);
+  }
+  return queue_tx(lj, to.port, m);
+}
+
 void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
                           uint32_t aux) noexcept {
   Peer& peer = lj.peer(rank);
   if (!peer.known || !within_amplification_limit(lj, peer, proto::kFrameHeadersBytes)) return;
   proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux, lj.epoch);
   h.seq = seq_++;
-  rte_mbuf* m = start_message(plan, lj, peer, h);
+  rte_mbuf* m = start_message(plan, lj, peer, h, &peer.current);
   if (m != nullptr && queue_tx(lj, peer.port, m)) bump(lj.counters.errors_sent);
 }
 

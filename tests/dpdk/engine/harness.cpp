@@ -15,6 +15,8 @@
 
 #include "phub/base/bytes.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/handshake.hpp"
+#include "phub/proto/session.hpp"
 
 namespace phub::test {
 namespace {
@@ -127,8 +129,34 @@ const proto::Layout& Workers::layout(const config::Job& job, uint16_t lcores, ui
   return it->second;
 }
 
+std::vector<std::byte> join_payload(uint32_t job_id, uint16_t rank, uint32_t incarnation, uint32_t seq) {
+  proto::JoinPayload p;
+  const uint32_t words[4] = {job_id, rank, incarnation, seq};
+  for (size_t i = 0; i < p.worker_nonce.size(); ++i) {
+    p.worker_nonce[i] = static_cast<std::byte>((words[i / 4] >> (8 * (i % 4))) ^ (0x5a + i));  // never all zero
+  }
+  std::vector<std::byte> out(proto::kJoinPayloadBytes);
+  proto::write_join_payload(p, std::span<std::byte, proto::kJoinPayloadBytes>(out.data(), out.size()));
+  return out;
+}
+
 void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const std::vector<std::byte>& payload,
                    const std::string& secret_override) {
+  const std::string& secret = secret_override == "\x01" ? job.secret : secret_override;
+  const uint32_t job_id = h.job_id == 0 ? job.id : h.job_id;
+  send_sealed(job, rank, h, payload, [&](std::span<std::byte> msg) {
+    if (secret.empty()) return;
+    const auto wire = msg.first<proto::kHeaderBytes>();
+    if (static_cast<proto::Opcode>(std::to_integer<uint8_t>(msg[3])) == proto::Opcode::join) {
+      proto::seal_handshake(proto::handshake_key(proto::derive_key(secret, job_id)), wire, msg.subspan(proto::kHeaderBytes));
+    } else {
+      proto::sign_header(proto::derive_key(secret, job_id), wire);
+    }
+  });
+}
+
+void Workers::send_sealed(const config::Job& job, uint16_t rank, proto::Header h, const std::vector<std::byte>& given,
+                          const std::function<void(std::span<std::byte>)>& seal) {
   const auto& l = layouts_.at(job.id);
   const uint16_t owner = h.chunk_id < l.chunk_count() ? l.chunk(h.chunk_id).owner : 0;
   h.job_id = h.job_id == 0 ? job.id : h.job_id;
@@ -138,17 +166,14 @@ void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const
     auto it = cookies_.find({h.job_id, rank, a.src_ip, a.src_port});
     if (it != cookies_.end()) h.aux = it->second;
   }
+  const std::vector<std::byte> payload =
+      h.opcode == proto::Opcode::join && given.empty() ? join_payload(h.job_id, rank, h.aux, h.seq) : given;
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
   auto n = proto::build_phub_frame(a, h, payload, frame);
   ASSERT_TRUE(n.has_value());
-  const std::string& secret = secret_override == "\x01" ? job.secret : secret_override;
-  if (!secret.empty()) {
-    proto::sign_header(proto::derive_key(secret, h.job_id),
-                       std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>());
-
-    proto::refresh_udp_checksum(frame);  // the tag changed bytes under the UDP checksum
-  }
-  send_frame(frame, owner % queues_);
+  seal(std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes));
+  proto::refresh_udp_checksum(frame);  // the tag changed bytes under the UDP checksum
+  send_frame(frame, queue_override >= 0 ? static_cast<uint16_t>(queue_override) : owner % queues_);
 }
 
 void Workers::prove(const config::Job& job, uint16_t rank) {
@@ -190,6 +215,9 @@ std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds t
         r.payload.assign(f->payload.begin(), f->payload.end());
         r.dst_port = f->udp.dst_port;
         r.dst_ip = f->ip.dst;
+        r.src_port = f->udp.src_port;
+        r.msg.assign(frame.begin() + static_cast<std::ptrdiff_t>(f->udp.payload_offset),
+                     frame.begin() + static_cast<std::ptrdiff_t>(f->udp.payload_offset + f->udp.payload_bytes));
         out.push_back(std::move(r));
       }
     }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -46,7 +47,13 @@ struct Received {
   std::vector<std::byte> payload;
   uint16_t dst_port = 0;  // UDP destination (the worker's port)
   uint32_t dst_ip = 0;    // IPv4 destination (the worker's address)
+  uint16_t src_port = 0;  // UDP source (the server lcore's port)
+  std::vector<std::byte> msg;  // the UDP payload as sent: header and payload (to open session packets)
 };
+
+// The 44-byte payload of a join (protocol v3) with a nonce that depends only on the arguments: a join
+// resent or replayed byte for byte carries the same one, as a client's resends of one join do.
+std::vector<std::byte> join_payload(uint32_t job_id, uint16_t rank, uint32_t incarnation, uint32_t seq);
 
 // The worker side of the link: sends frames as any rank, receives everything the server sends back.
 class Workers {
@@ -58,9 +65,14 @@ class Workers {
   void send_frame(const std::vector<std::byte>& frame, uint16_t q);
   // Build and send one message of `job` from `rank` (signs with `secret` if non-empty). A push, init,
   // rerequest or pull with aux 0 carries the rank's address cookie, if a `joined` brought one for the
-  // rank's current address (as a worker's client does).
+  // rank's current address (as a worker's client does). A join without a payload gets join_payload; a
+  // join is sealed with the handshake key of the secret (proto::seal_handshake).
   void send(const config::Job& job, uint16_t rank, proto::Header h, const std::vector<std::byte>& payload,
             const std::string& secret_override = "\x01");
+  // The same message built as send builds it (seq, cookie), but sealed by `seal`, given the UDP payload
+  // (header and payload): a session packet.
+  void send_sealed(const config::Job& job, uint16_t rank, proto::Header h, const std::vector<std::byte>& payload,
+                   const std::function<void(std::span<std::byte>)>& seal);
   // Join `rank` of `job` (incarnation 1000 + rank) and keep the address cookie of the answer: the rank's
   // address is then proven. Throws if no `joined` comes.
   void prove(const config::Job& job, uint16_t rank);
@@ -76,6 +88,9 @@ class Workers {
   uint16_t udp_port_shift = 0;
   [[nodiscard]] uint32_t last_seq() const { return last_seq_; }  // of the last packet sent
   uint32_t ip_shift = 0;
+  // The queue send and send_sealed put frames on (-1: the owning lcore's, as a ring or memif sender does): a
+  // test misdirects frames with it, for the receiving lcore to hand them off.
+  int queue_override = -1;
 
   [[nodiscard]] const proto::Layout& layout(const config::Job& job, uint16_t lcores, uint16_t mtu = 1500);
   [[nodiscard]] MacAddr server_mac() const { return server_mac_; }

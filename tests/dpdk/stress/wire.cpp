@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "harness.hpp"
+#include "phub/proto/handshake.hpp"
+#include "phub/proto/session.hpp"
 
 namespace phub::stress {
 
@@ -26,11 +28,28 @@ std::vector<std::byte> worker_frame(const RankAddress& from, MacAddr server_mac,
   a.dst_ip = test::kServerIp;
   a.src_port = from.udp_port;
   a.dst_port = server_udp_port;
+  // A join (protocol v3) carries the 44-byte handshake payload, a nonce fixed by the rank, and is sealed
+  // with the handshake key over header and payload.
+  const bool join = h.opcode == proto::Opcode::join;
+  std::vector<std::byte> join_body;
+  if (join && payload.empty()) {
+    proto::JoinPayload p;
+    for (size_t i = 0; i < p.worker_nonce.size(); ++i) {
+      p.worker_nonce[i] = static_cast<std::byte>(((h.job_id + h.rank * 131u + h.aux) >> (i % 4 * 8)) ^ (0xa5 + i));
+    }
+    join_body.resize(proto::kJoinPayloadBytes);
+    proto::write_join_payload(p, std::span<std::byte, proto::kJoinPayloadBytes>(join_body.data(), join_body.size()));
+    payload = join_body;
+  }
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
   if (!proto::build_phub_frame(a, h, payload, frame)) throw std::logic_error("worker_frame: build_phub_frame failed");
   if (key != nullptr) {
-    proto::sign_header(*key, std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes)
-                                 .first<proto::kHeaderBytes>());
+    auto msg = std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes);
+    if (join) {
+      proto::seal_handshake(proto::handshake_key(*key), msg.first<proto::kHeaderBytes>(), msg.subspan(proto::kHeaderBytes));
+    } else {
+      proto::sign_header(*key, msg.first<proto::kHeaderBytes>());
+    }
     proto::refresh_udp_checksum(frame);  // the tag changed bytes under the UDP checksum
   }
   return frame;

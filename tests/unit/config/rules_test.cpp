@@ -120,6 +120,10 @@ const Case kCases[] = {
      "jobs[1].secret: a secret of 15 bytes is shorter than 16 (or say insecure = true)"},
     {"cfg.jobs[2].insecure = false", "jobs[2].secret: missing: a job without a secret must say insecure = true"},
     {"cfg.jobs[2].insecure = 'yes'", "jobs[2].insecure: expected boolean, got string"},
+    // sessions need a secret, payload MACs need sessions
+    {"cfg.jobs[2].sessions = true", "jobs[2].sessions: needs a secret"},
+    {"cfg.jobs[1].payload_mac = true", "jobs[1].payload_mac: needs sessions = true"},
+    {"cfg.jobs[1].sessions = 1", "jobs[1].sessions: expected boolean, got number"},
     // checkpoints
     {"cfg.jobs[1].checkpoint = { dir = '/tmp' }", "jobs[1].checkpoint: only allowed in ps mode"},
     {"cfg.jobs[2].checkpoint = { dir = 'ckpt' }", "jobs[2].checkpoint.dir: \"ckpt\" is not an absolute path"},
@@ -181,6 +185,21 @@ TEST(Rule, SixteenByteSecretsAndInsecureJobsAreAccepted) {
     ASSERT_TRUE(c.has_value()) << patch << ": " << c.error();
     EXPECT_EQ(c->jobs[0].insecure, std::string_view(patch).find("insecure") != std::string_view::npos) << patch;
   }
+}
+
+TEST(Rule, SessionsAndPayloadMacAreReadAndOffByDefault) {
+  auto plain = load_string(patched(""), "test.lua");
+  ASSERT_TRUE(plain.has_value()) << plain.error();
+  EXPECT_FALSE(plain->jobs[0].sessions);
+  EXPECT_FALSE(plain->jobs[0].payload_mac);
+  auto s = load_string(patched("cfg.jobs[1].sessions = true"), "test.lua");
+  ASSERT_TRUE(s.has_value()) << s.error();
+  EXPECT_TRUE(s->jobs[0].sessions);
+  EXPECT_FALSE(s->jobs[0].payload_mac);
+  auto m = load_string(patched("cfg.jobs[1].sessions = true; cfg.jobs[1].payload_mac = true"), "test.lua");
+  ASSERT_TRUE(m.has_value()) << m.error();
+  EXPECT_TRUE(m->jobs[0].sessions);
+  EXPECT_TRUE(m->jobs[0].payload_mac);
 }
 
 TEST(Rule, ManyErrorsAreReportedTogetherAndCut) {

@@ -144,5 +144,19 @@ TEST(ConfigDiff, WhatNeedsARestartIsRefusedFieldByField) {
   EXPECT_EQ(d.refused.size(), 7u);
 }
 
+// Running workers speak session packets from their join on, or do not: neither switch changes in place.
+TEST(ConfigDiff, SessionsAndPayloadMacNeedARestart) {
+  auto next = base();
+  next.jobs[0].secret = "a-secret-0123456789";
+  next.jobs[0].sessions = true;
+  next.jobs[0].payload_mac = true;
+  auto was = base();
+  was.jobs[0].secret = next.jobs[0].secret;
+  const auto d = diff_configs(was, next);
+  ASSERT_EQ(d.refused.size(), 2u);
+  EXPECT_EQ(d.refused[0], "jobs[1].sessions: changing sessions needs a restart");
+  EXPECT_EQ(d.refused[1], "jobs[1].payload_mac: changing payload_mac needs a restart");
+}
+
 }  // namespace
 }  // namespace phub::engine

@@ -106,6 +106,9 @@ struct Job {
   uint16_t port_base = 0;          // lcore i of Config::lcores receives this job's chunks on port_base + i
   std::string secret;              // authenticates packets; at least 16 bytes unless insecure
   bool insecure = false;           // accept no secret, or one under 16 bytes (docs/security.md)
+  bool sessions = false;           // every rank's packets are session packets (per-rank keys, sequence numbers,
+                                   // anti-replay; docs/protocol.md, "Sessions"); needs a secret
+  bool payload_mac = false;        // session packets with elements also carry a payload MAC; needs sessions
   uint64_t quota_bytes = 0;        // the job's memory limit; admission fails above it (loader default: limits)
   uint32_t chunk_bytes = 32768;    // bytes of fp32 state per chunk; multiple of 64, 1 KiB..1 MiB
   std::vector<Key> keys;           // at least one

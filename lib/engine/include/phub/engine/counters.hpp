@@ -62,7 +62,13 @@ namespace phub::engine {
   X(hub_unresolved, "a forward not sent: the peer hub's MAC address is not known yet (ARP asked)")         \
   X(fwd_peer_unverified, "hub forward from a peer hub no fresh hub_state has come from yet (fingerprint unknown)") \
   X(fwd_fingerprint_mismatch, "hub forward from a peer hub whose hierarchy fingerprint differs from this hub's") \
-  X(hub_state_stale, "hub_state that echoes no nonce of this lcore's, or an older epoch of rank 0's hub: a replay")
+  X(hub_state_stale, "hub_state that echoes no nonce of this lcore's, or an older epoch of rank 0's hub: a replay") \
+  X(replayed, "sessions job: a session packet (or a holder's join) whose sequence number was seen already")  \
+  X(seq_too_old, "sessions job: a session packet behind its session's anti-replay window")                  \
+  X(bad_mac, "sessions job: a session packet whose tag is right but whose payload MAC is not")               \
+  X(mac_missing, "payload_mac job: a push, init (or result) session packet without its payload MAC")        \
+  X(session_replaced, "sessions job: a packet of a rank's former session (a later join replaced it)")       \
+  X(no_session, "sessions job: an answer not sent, the rank has no established session (or a packet opened under none)")
 
 enum class Drop : uint8_t {
 #define PHUB_X(name, help) name,
@@ -116,6 +122,7 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(joins, "join requests")                                                                   \
   X(addresses_proven, "ranks' addresses proven by their address cookie")                     \
   X(addresses_kept, "packets of a rank from another address than its proven one, which moves only by a fresh join") \
+  X(sessions_established, "sessions job: sessions promoted by their first authentic packet after the join") \
   X(leaves, "leave requests")                                                                 \
   X(epochs_started, "epochs started: a new run's rank 0 or the operator reset the rounds")      \
   X(resets, "rounds reset by the operator (phub-ctl reset)")                                  \

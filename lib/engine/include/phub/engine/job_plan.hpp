@@ -28,6 +28,10 @@ struct JobPlan {
   // A rotated secret: packets tagged with the previous key are still accepted until previous_until_tsc.
   proto::AuthKey previous_key;
   uint64_t previous_until_tsc = 0;  // 0: no previous key
+  // The keys of join and joined tags (proto::handshake_key of key and previous_key): computed once here, as
+  // every join is checked under them.
+  proto::AuthKey handshake_key;
+  proto::AuthKey previous_handshake_key;
   uint16_t lcores = 1;         // lcores of this server
   uint16_t first_owner = 0;    // layout owner of this server's lcore 0 (sharded jobs: shard_index * lcores)
   uint64_t rate_per_lcore_pps = 0;

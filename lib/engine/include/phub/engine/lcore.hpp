@@ -18,6 +18,7 @@
 #include "phub/engine/snapshot.hpp"
 #include "phub/engine/tx_buffer.hpp"
 #include "phub/proto/frame.hpp"
+#include "phub/proto/handshake.hpp"
 
 namespace phub::engine {
 
@@ -117,6 +118,26 @@ class Lcore {
   bool verify(const JobPlan& plan, std::span<const std::byte, proto::kHeaderBytes> wire, bool& previous) const noexcept;
   // Sign a message to `peer` with the key its own packets carry.
   static void sign_for(const JobPlan& plan, const Peer& peer, std::span<std::byte, proto::kHeaderBytes> wire) noexcept;
+  // Seal a written message to a rank: in a sessions job under `session` (its next number; a payload MAC of
+  // `payload` for results of a payload_mac job), else with the key the rank's packets carry (sign_for).
+  // False, counted no_session, when a sessions job has no valid session to seal under.
+  bool seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSession* session,
+                std::span<std::byte, proto::kHeaderBytes> wire, std::span<const std::byte> payload) noexcept;
+  // A join's check: its handshake tag under the job's handshake key (or the previous one in a rotation's
+  // overlap; rx.previous_key says which) and its payload's form. Fills rx.join_nonce. Without a secret,
+  // the payload's form only.
+  [[nodiscard]] bool accept_join_of(Rx& rx, const JobPlan& plan) const noexcept;
+  // A session packet of a sessions job: opened under the rank's current session, or the pending one (which
+  // its first packet promotes), else under the former one (an epoch_mismatch answer at most). True when it
+  // opened under current (rx.session); otherwise counted, and answered only as said.
+  bool open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  // A join of the rank's holder in a sessions job: the same answer for a resend (its nonce), a new pending
+  // session for a later join; false for an earlier one (replayed). Fills jp's server nonce and reply.
+  bool join_session(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Peer& p, proto::JoinedPayload& jp) noexcept;
+  // The joined answer to a join: header `h`, payload `p`, sealed under the handshake key the join verified
+  // with, to the join's source.
+  bool send_joined(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h,
+                   const proto::JoinedPayload& p) noexcept;
   // Rank 0 restarted the job: every chunk this lcore owns starts again at round 0 of `epoch`.
   void start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool fresh_weights) noexcept;
   void on_probe(rte_mbuf* m, Rx& rx, LcoreJob& lj) noexcept;
@@ -212,9 +233,11 @@ class Lcore {
   void on_hub_weights(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept;
 
   // A header mbuf with Ethernet/IPv4/UDP and phub headers for a message to `peer`; payload_bytes follow.
-  rte_mbuf* start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept;
+  rte_mbuf* start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h,
+                          PeerSession* session = nullptr) noexcept;
   // The same into a given mbuf (freed on failure).
-  bool write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h) noexcept;
+  bool write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h,
+                     PeerSession* session = nullptr, std::span<const std::byte> payload = {}) noexcept;
   // Appends the frame headers to `m` and writes its Ethernet/IPv4/UDP part for `udp_payload_bytes`; returns
   // where the phub header goes, or null (m freed) when the mbuf has no room.
   std::byte* write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, size_t udp_payload_bytes) noexcept;

@@ -22,8 +22,27 @@
 #include "phub/engine/tenant_shares.hpp"
 #include "phub/engine/token_bucket.hpp"
 #include "phub/proto/frame.hpp"
+#include "phub/proto/replay_window.hpp"
+#include "phub/proto/session.hpp"
+#include "phub/proto/session_tag.hpp"
 
 namespace phub::engine {
+
+// One session of a rank of a sessions job (docs/protocol.md, "Sessions"): what its join established, the
+// address it binds and both directions' sequence state. Zeroed memory is an invalid session.
+struct PeerSession {
+  proto::SessionKeys keys{};
+  proto::ReplyAddress reply{};  // the join's source as this lcore saw it (IPv4 and UDP port, host order)
+  MacAddr mac{};                // the join's source MAC and the server port it came in on
+  uint8_t port = 0;
+  proto::ReplayWindow window;   // numbers of the worker's packets seen
+  uint64_t next_tx_seq = 1;     // the number of this lcore's next packet to the worker
+  proto::SessionNonce worker_nonce{};
+  proto::SessionNonce server_nonce{};
+  uint32_t incarnation = 0;     // the join's aux
+  uint32_t join_seq = 0;        // the join's seq: only a later join of the same incarnation replaces it
+  bool valid = false;
+};
 
 // Where a rank's packets come from: results and errors go back there.
 struct Peer {
@@ -47,6 +66,12 @@ struct Peer {
   uint64_t l234_generation = 0;  // Snapshot::generation it was written from (0: nothing cached)
   uint16_t l234_udp_payload = 0;
   std::array<std::byte, proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes> l234;
+  // Sessions jobs: the session answers are sealed with (current), the one a join of the holder offered and
+  // no packet used yet (pending), and the one current replaced (former: its packets learn they are stale).
+  // An epoch start keeps them: only a later holder's first packet replaces current.
+  PeerSession current;
+  PeerSession pending;
+  PeerSession former;
 };
 
 // One result buffer: a DPDK external buffer with a reference count. The chunk holds one reference; every
