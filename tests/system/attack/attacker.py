@@ -149,15 +149,16 @@ def main():
         setup = w.mark()
         w.send(message(PUSH, job, 0, 0, 0, zeros))
     elif attack == "hijack":
-        # The job's workers restarted it in a new epoch: an epoch_mismatch error names the current one.
+        # The job's workers restarted it in a new epoch: an epoch_mismatch error names the current one. The
+        # workers may restart it again after the first question (a new run's rank 0 starting): every later
+        # epoch_mismatch names the epoch to use next.
         w.send(message(REREQUEST, job, 1, 0))
         w.listen(0.3)
-        epoch = w.epoch or 0
         setup = w.mark()
         end = time.time() + seconds
         while time.time() < end:
             for rnd in range(0, 400, 8):  # the attacker does not know the round: it guesses
-                w.send(message(REREQUEST, job, 1, rnd, epoch=epoch))
+                w.send(message(REREQUEST, job, 1, rnd, epoch=w.epoch or 0))
             w.listen(0.02)
     elif attack == "forged":
         setup = w.mark()

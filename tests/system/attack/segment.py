@@ -168,7 +168,7 @@ def spoof_errors(seg, server, port, job, seconds):
                 for rnd in (w["round"], w["round"] + 1):
                     aux = (w["epoch"] + 1) & 0xffff if status == 6 else 0
                     tag = 0 if rnd == w["round"] else struct.unpack("!Q", rand(8))[0]
-                    hdr = HEADER.pack(0x5048, 2, ERROR, 0, 0, status, job, w["rank"], 0, rnd, w["chunk"], 0, 0,
+                    hdr = HEADER.pack(0x5048, 3, ERROR, 0, 0, status, job, w["rank"], 0, rnd, w["chunk"], 0, 0,
                                       w["epoch"], 0, aux, tag, 0, 0)
                     seg.send(udp_frame(w["mac"], seg.mac, server_ip, ip, w["sport"], uport, hdr))
                     forged[STATUSES[status]] = forged.get(STATUSES[status], 0) + 1
