@@ -17,6 +17,9 @@ observed, bytes out per byte in where it means something, and the counter that r
   workers of a later one (each answered a push of the earlier run's epoch and names it: the clients set
   them aside as stale, and the later run finishes); an attacker on worker 0's path altering pushes, with and
   without the `crc` flag, and with a change that keeps the CRC32C (the workers verify every element).
+- The same forged and replayed errors, past epochs' pushes and on-path changes against jobs with sessions
+  (`sessions = true`, and `payload_mac = true` for the changes): every replay refused by an anti-replay
+  window (client `replayed`, server `replayed`), every altered push refused by its MAC (`bad_mac`).
 - Rerequests as a joined rank from another address (the rank's proven address is kept: `addresses_kept`).
 Beside the attacks, real phub-demo-worker ranks verify every element and must finish correctly, except
 where the row states that the attack works today (docs/security.md, "Known attacks that work today").
@@ -44,7 +47,12 @@ JOBS = [phubnet.job(1, "healthy", 2, [30000, 4097], 45100),
         phubnet.job(5, "signed", 2, TARGET_KEYS, 45500, secret="attack-suite-secret-0123456789"),
         phubnet.job(6, "errspoof", 2, [30000, 4097], 45600, secret="attack-suite-errors-0123456789"),
         phubnet.job(7, "tamper", 2, [30000], 45700, secret="attack-suite-tamper-0123456789"),
-        phubnet.job(8, "tampercrc", 2, [30000], 45800, secret="attack-suite-tampercrc-0123456")]
+        phubnet.job(8, "tampercrc", 2, [30000], 45800, secret="attack-suite-tampercrc-0123456"),
+        # The same attacks against jobs with sessions (docs/protocol.md, "Sessions").
+        phubnet.job(9, "sesserr", 2, [30000, 4097], 45900, secret="attack-suite-sessions-0123456789",
+                    sessions=True),
+        phubnet.job(10, "sesstamper", 2, [30000], 46000, secret="attack-suite-sessmac-0123456789",
+                    sessions=True, payload_mac=True)]
 ARP_ICMP_PER_S, ARP_ICMP_BURST = 1000, 50  # the server's defaults (docs/config.md, limits)
 ATTACKER_NS = 2
 PROBE_PORT, SINK_PORT = 47000, 47100
@@ -119,6 +127,85 @@ def start_rank(net, name, rank, ns, args):
 def client_sum(results, field):
     """A client counter (phub_stats, from phub-demo-worker's summary) summed over the ranks."""
     return sum(int(s.get(field, 0)) for _, s, _ in results)
+
+
+def sessions_rows(net, ctl, rows, check):
+    """The errors, epochs and tamper attacks against jobs with sessions; the bridge floods every frame."""
+    # Forged errors, and the first genuine error replayed byte for byte: the client's window refuses the copies.
+    p = on_segment(net, "errors", 45900, 9, 4.5)
+    time.sleep(0.3)
+    args = ["--seconds", "3", "--timeout-ms", "20000"]
+    procs = [start_rank(net, "sesserr", 0, 0, args)]
+    time.sleep(1.0)
+    procs.append(start_rank(net, "sesserr", 1, 1, args))
+    results = livenet.finish_workers(procs, 60)
+    got = outcome(p, "errors")
+    ok, detail = livenet.workers_ok(results)
+    bad_tag, replayed = client_sum(results, "bad_tag"), client_sum(results, "replayed")
+    rows.append(("sessions: %d forged errors, %d replays of a genuine %s" % (got["forged"], got["replayed"],
+                                                                              got["replayed_status"]),
+                 "forged: bad tag; replays: refused by the window", "job %s" % ("OK" if ok else "FAILED"), None,
+                 "client bad_tag %d, replayed %d, sessions %d" % (bad_tag, replayed, client_sum(results, "sessions"))))
+    check("sessions, forged errors: the attacker found both workers (%d)" % got["workers"], got["workers"] == 2)
+    check("sessions, forged errors: counted as bad_tag (%d of %d)" % (bad_tag, got["forged"]),
+          got["forged"] * 3 // 4 <= bad_tag <= got["forged"])
+    check("sessions, replayed error: a genuine error recorded and replayed (%d), every copy that reached a "
+          "worker refused as replayed (%d)" % (got["replayed"], replayed),
+          got["genuine_errors_seen"] > 0 and got["replayed"] > 0 and 0 < replayed <= got["replayed"])
+    check("sessions, errors: the job finished correctly: " + detail, ok)
+
+    # Pushes of a past run replayed into the next: they open under no live session, so the server answers
+    # nothing, and there is no genuine epoch_mismatch to send the third run.
+    before = {k: drops(ctl, "sesserr", k) for k in ("epoch_mismatch", "replayed", "bad_tag", "session_replaced")}
+    p = on_segment(net, "epochs", 45900, 9, 12.0)
+    time.sleep(0.3)
+    runs = []
+    for seconds in (1, 1, 3):
+        procs = livenet.start_workers(net, "sesserr", [0, 1], ["--seconds", str(seconds), "--timeout-ms", "5000"],
+                                      net.config_path, 30)
+        runs.append(livenet.finish_workers(procs, 40))
+    got = outcome(p, "epochs")
+    after = {k: drops(ctl, "sesserr", k) - before[k] for k in before}
+    refused = after["replayed"] + after["bad_tag"] + after["session_replaced"]
+    rows.append(("sessions: %d pushes of past runs replayed" % got["pushes_replayed"],
+                 "refused, nothing answered", "%d epoch_mismatch recorded" % got["errors_recorded"], None,
+                 "server replayed %d, bad_tag %d, epoch_mismatch %d" % (after["replayed"], after["bad_tag"],
+                                                                       after["epoch_mismatch"])))
+    check("sessions, past pushes: the attacker replayed them (%d)" % got["pushes_replayed"], got["pushes_replayed"] > 0)
+    check("sessions, past pushes: none answered with an epoch_mismatch (%d recorded, %d sent by the server)"
+          % (got["errors_recorded"], after["epoch_mismatch"]), got["errors_recorded"] == 0)
+    check("sessions, past pushes: each refused and counted (%d of %d)" % (refused, got["pushes_replayed"]),
+          got["pushes_replayed"] * 3 // 4 <= refused)
+    for n, run in enumerate(runs):
+        ok, detail = livenet.workers_ok(run)
+        check("sessions, past pushes: run %d finished right: %s" % (n + 1, detail), ok)
+
+    # The on-path change of every 16th push, against payload MACs.
+    table = "phubattack"
+    in_bridge(net, "nft", "add", "table", "bridge", table)
+    try:
+        in_bridge(net, "nft", "add", "chain", "bridge", table, "onpath", "{ type filter hook forward priority 0; }")
+        in_bridge(net, "nft", "add", "rule", "bridge", table, "onpath", "iifname", "w0", "oifname", "sv",
+                  "ip", "saddr", phubnet.worker_ip(0), "udp", "dport", "46000", "drop")
+        before = drops(ctl, "sesstamper", "bad_mac")
+        p = on_segment(net, "tamper", 46000, 10, 5.0, "--victim", phubnet.worker_ip(0), "--every", "16")
+        time.sleep(0.5)
+        procs = livenet.start_workers(net, "sesstamper", [0, 1], ["--seconds", "2", "--timeout-ms", "20000"],
+                                      net.config_path, 60)
+        results = livenet.finish_workers(procs, 60)
+        got = outcome(p, "tamper")
+    finally:
+        in_bridge(net, "nft", "delete", "table", "bridge", table)
+    bad_mac = drops(ctl, "sesstamper", "bad_mac") - before
+    ok, detail = livenet.workers_ok(results)
+    rows.append(("%d of %d pushes altered on path, payload MAC" % (got["altered"], got["pushes"]),
+                 "dropped, retransmitted; job right",
+                 "job %s, %d elements wrong" % ("OK" if ok else "FAILED", client_sum(results, "mismatches")), None,
+                 "bad_mac %d" % bad_mac))
+    check("sessions, tamper: the attacker altered pushes (%d)" % got["altered"], got["altered"] > 0)
+    check("sessions, tamper: every altered push dropped as bad_mac (%d of %d)" % (bad_mac, got["altered"]),
+          0 < bad_mac <= got["altered"] and bad_mac >= got["altered"] * 3 // 4)
+    check("sessions, tamper: the job finished correctly: " + detail, ok)
 
 
 def main():
@@ -367,6 +454,7 @@ def main():
                 # Documented open (docs/security.md): nothing on the server can tell; the workers' check can.
                 check("tamper without crc: the altered payloads were summed (%d elements wrong), uncounted (%d)"
                       % (mismatches, bad_crc), mismatches > 0 and bad_crc == 0)
+        sessions_rows(net, ctl, rows, check)
         hub(net, False)
 
         healthy = livenet.start_workers(net, "healthy", [0, 1], ["--seconds", "4", "--timeout-ms", "20000"],
