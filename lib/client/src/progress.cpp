@@ -5,7 +5,7 @@
 #include "phub/client/client.hpp"
 #include "phub/client/clock.hpp"
 #include "phub/proto/auth.hpp"
-#include "phub/proto/session_tag.hpp"
+#include "phub/proto/session_packet.hpp"
 
 namespace phub::client {
 namespace {
@@ -122,21 +122,11 @@ void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, 
 
 void Client::seal_for_session(uint32_t owner, const proto::Header& h, std::span<std::byte, proto::kHeaderBytes> wire,
                               std::span<const std::byte> payload) {
-  // seal_session_packet wants header and payload in one buffer; the payload goes out from the caller's
-  // tensor, so the same steps are taken here on the two parts: the MAC of the number and the payload into
-  // crc32c (high half) and aux (low half) with the mac flag, then the number and the tag over the header.
+  // The payload goes out from the caller's tensor, apart from the header.
   Session& s = members_[owner].session;
-  const uint64_t seq = s.next_tx_seq++;
   const bool elements = h.opcode == proto::Opcode::push || h.opcode == proto::Opcode::init;
-  if (s.payload_mac && elements) {
-    proto::Header mh = h;
-    mh.flags = static_cast<uint16_t>((mh.flags & ~proto::flag::crc) | proto::flag::mac);
-    const uint64_t mac = proto::session_payload_mac(s.keys.worker_mac, seq, payload);
-    mh.crc32c = static_cast<uint32_t>(mac >> 32);
-    mh.aux = static_cast<uint32_t>(mac);
-    proto::write_header(mh, wire);
-  }
-  proto::seal_session(s.keys.worker_tag, wire, s.reply, seq);
+  proto::seal_session_header(proto::worker_to_server(s.keys), wire, payload, s.reply, s.next_tx_seq++,
+                             s.payload_mac && elements);
 }
 
 void Client::unqueue(uint32_t slot) {

@@ -6,7 +6,6 @@
 
 #include "phub/engine/lcore.hpp"
 #include "messages.hpp"
-#include "phub/base/bytes.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/handshake.hpp"
 #include "phub/proto/session_packet.hpp"
@@ -80,25 +79,6 @@ bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& 
   return true;
 }
 
-namespace {
-
-// seal_session_packet for a header apart from its payload (a result's payload stays in the result buffer,
-// chained): the same payload MAC, number and tag.
-void seal_session_header(const proto::SessionDirection& d, std::span<std::byte, proto::kHeaderBytes> wire,
-                         std::span<const std::byte> payload, proto::ReplyAddress reply, uint64_t seq, bool mac) noexcept {
-  constexpr size_t kFlagsOffset = 4;
-  if (mac) {
-    const auto flags = load_be<uint16_t>(wire.data() + kFlagsOffset);
-    store_be<uint16_t>(wire.data() + kFlagsOffset, static_cast<uint16_t>((flags & ~proto::flag::crc) | proto::flag::mac));
-    const uint64_t m = proto::session_payload_mac(d.mac, seq, payload);
-    store_be<uint32_t>(wire.data() + proto::kCrcOffset, static_cast<uint32_t>(m >> 32));
-    store_be<uint32_t>(wire.data() + proto::kAuxOffset, static_cast<uint32_t>(m));
-  }
-  proto::seal_session(d.tag, wire, reply, seq);
-}
-
-}  // namespace
-
 bool Lcore::seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSession* session,
                      std::span<std::byte, proto::kHeaderBytes> wire, std::span<const std::byte> payload) noexcept {
   if (!plan.cfg.sessions) {
@@ -111,7 +91,8 @@ bool Lcore::seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSe
   }
   const auto opcode = static_cast<proto::Opcode>(std::to_integer<uint8_t>(wire[3]));
   const bool mac = plan.cfg.payload_mac && opcode == proto::Opcode::result;
-  seal_session_header(proto::server_to_worker(session->keys), wire, payload, session->reply, session->next_tx_seq++, mac);
+  proto::seal_session_header(proto::server_to_worker(session->keys), wire, payload, session->reply,
+                             session->next_tx_seq++, mac);
   return true;
 }
 

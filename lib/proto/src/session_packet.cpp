@@ -31,11 +31,15 @@ SessionVerdict examine(const SessionDirection& d, const ReplayWindow& window, st
 
 void seal_session_packet(const SessionDirection& d, std::span<std::byte> msg, ReplyAddress reply, uint64_t seq,
                          bool mac) noexcept {
-  const auto wire = msg.first<kHeaderBytes>();
+  seal_session_header(d, msg.first<kHeaderBytes>(), msg.subspan(kHeaderBytes), reply, seq, mac);
+}
+
+void seal_session_header(const SessionDirection& d, std::span<std::byte, kHeaderBytes> wire,
+                         std::span<const std::byte> payload, ReplyAddress reply, uint64_t seq, bool mac) noexcept {
   if (mac) {
     store_be<uint16_t>(wire.data() + kFlagsOffset,
                        static_cast<uint16_t>((load_be<uint16_t>(wire.data() + kFlagsOffset) & ~flag::crc) | flag::mac));
-    const uint64_t m = session_payload_mac(d.mac, seq, msg.subspan(kHeaderBytes));
+    const uint64_t m = session_payload_mac(d.mac, seq, payload);
     store_be<uint32_t>(wire.data() + kCrcOffset, static_cast<uint32_t>(m >> 32));
     store_be<uint32_t>(wire.data() + kAuxOffset, static_cast<uint32_t>(m));
   }

@@ -33,6 +33,11 @@ struct SessionDirection {
 void seal_session_packet(const SessionDirection& d, std::span<std::byte> msg, ReplyAddress reply, uint64_t seq,
                          bool mac) noexcept;
 
+// The same for a header whose payload lies elsewhere (sent from another buffer: a result's payload in the
+// result buffer, a push's in the caller's tensor): `wire` is sealed, `payload` only read for the MAC.
+void seal_session_header(const SessionDirection& d, std::span<std::byte, kHeaderBytes> wire,
+                         std::span<const std::byte> payload, ReplyAddress reply, uint64_t seq, bool mac) noexcept;
+
 enum class SessionVerdict : uint8_t {
   ok,           // authentic and fresh: now committed to the window
   replayed,     // its number was seen (a replay, or a forgery that reused one): not verified further
