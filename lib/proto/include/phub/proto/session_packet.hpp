@@ -29,7 +29,7 @@ struct SessionDirection {
 // `mac`, crc32c and aux, as it is to be sent; the crc flag clear) and the payload after it. With `mac` the
 // mac flag is set and the payload MAC (session_payload_mac, under d.mac, of seq and the payload) goes to
 // crc32c (high half) and aux (low half); then seq's low half and the session tag (under d.tag, binding
-// `reply` and seq's high half). `seq` must never repeat under d's keys.
+// `reply` and seq's high half). Without `mac` the mac flag is cleared. `seq` must never repeat under d's keys.
 void seal_session_packet(const SessionDirection& d, std::span<std::byte> msg, ReplyAddress reply, uint64_t seq,
                          bool mac) noexcept;
 
