@@ -25,6 +25,7 @@ Beside the attacks, real phub-demo-worker ranks verify every element and must fi
 where the row states that the attack works today (docs/security.md, "Known attacks that work today").
 Usage: attack_test.py --build BUILD_DIR   (root; removes namespaces and processes, also on failure)
 """
+import contextlib
 import json
 import os
 import re
@@ -129,17 +130,37 @@ def client_sum(results, field):
     return sum(int(s.get(field, 0)) for _, s, _ in results)
 
 
+def errors_attack(net, name, port, job_id):
+    """segment.py's errors attack on a job while its two ranks run; rank 1 starts late, so the server reports
+    rank 0's first round as stalled and the attacker records that genuine error. Returns (got, results)."""
+    p = on_segment(net, "errors", port, job_id, 4.5)
+    time.sleep(0.3)
+    args = ["--seconds", "3", "--timeout-ms", "20000"]
+    procs = [start_rank(net, name, 0, 0, args)]
+    time.sleep(1.0)
+    procs.append(start_rank(net, name, 1, 1, args))
+    results = livenet.finish_workers(procs, 60)
+    return outcome(p, "errors"), results
+
+
+@contextlib.contextmanager
+def worker0_on_path(net, port):
+    """The bridge drops worker 0's frames to the server's UDP port `port`: the attacker relays them."""
+    table = "phubattack"
+    in_bridge(net, "nft", "add", "table", "bridge", table)
+    try:
+        in_bridge(net, "nft", "add", "chain", "bridge", table, "onpath", "{ type filter hook forward priority 0; }")
+        in_bridge(net, "nft", "add", "rule", "bridge", table, "onpath", "iifname", "w0", "oifname", "sv",
+                  "ip", "saddr", phubnet.worker_ip(0), "udp", "dport", str(port), "drop")
+        yield
+    finally:
+        in_bridge(net, "nft", "delete", "table", "bridge", table)
+
+
 def sessions_rows(net, ctl, rows, check):
     """The errors, epochs and tamper attacks against jobs with sessions; the bridge floods every frame."""
     # Forged errors, and the first genuine error replayed byte for byte: the client's window refuses the copies.
-    p = on_segment(net, "errors", 45900, 9, 4.5)
-    time.sleep(0.3)
-    args = ["--seconds", "3", "--timeout-ms", "20000"]
-    procs = [start_rank(net, "sesserr", 0, 0, args)]
-    time.sleep(1.0)
-    procs.append(start_rank(net, "sesserr", 1, 1, args))
-    results = livenet.finish_workers(procs, 60)
-    got = outcome(p, "errors")
+    got, results = errors_attack(net, "sesserr", 45900, 9)
     ok, detail = livenet.workers_ok(results)
     bad_tag, replayed = client_sum(results, "bad_tag"), client_sum(results, "replayed")
     rows.append(("sessions: %d forged errors, %d replays of a genuine %s" % (got["forged"], got["replayed"],
@@ -181,12 +202,7 @@ def sessions_rows(net, ctl, rows, check):
         check("sessions, past pushes: run %d finished right: %s" % (n + 1, detail), ok)
 
     # The on-path change of every 16th push, against payload MACs.
-    table = "phubattack"
-    in_bridge(net, "nft", "add", "table", "bridge", table)
-    try:
-        in_bridge(net, "nft", "add", "chain", "bridge", table, "onpath", "{ type filter hook forward priority 0; }")
-        in_bridge(net, "nft", "add", "rule", "bridge", table, "onpath", "iifname", "w0", "oifname", "sv",
-                  "ip", "saddr", phubnet.worker_ip(0), "udp", "dport", "46000", "drop")
+    with worker0_on_path(net, 46000):
         before = drops(ctl, "sesstamper", "bad_mac")
         p = on_segment(net, "tamper", 46000, 10, 5.0, "--victim", phubnet.worker_ip(0), "--every", "16")
         time.sleep(0.5)
@@ -194,8 +210,6 @@ def sessions_rows(net, ctl, rows, check):
                                       net.config_path, 60)
         results = livenet.finish_workers(procs, 60)
         got = outcome(p, "tamper")
-    finally:
-        in_bridge(net, "nft", "delete", "table", "bridge", table)
     bad_mac = drops(ctl, "sesstamper", "bad_mac") - before
     ok, detail = livenet.workers_ok(results)
     rows.append(("%d of %d pushes altered on path, payload MAC" % (got["altered"], got["pushes"]),
@@ -353,14 +367,7 @@ def main():
 
         # Forged errors to the workers of a job with a secret, and a recorded genuine one replayed. Rank 1
         # starts late, so the server reports rank 0's first round as stalled: that signed error is recorded.
-        p = on_segment(net, "errors", 45600, 6, 4.5)
-        time.sleep(0.3)
-        args = ["--seconds", "3", "--timeout-ms", "20000"]
-        procs = [start_rank(net, "errspoof", 0, 0, args)]
-        time.sleep(1.0)
-        procs.append(start_rank(net, "errspoof", 1, 1, args))
-        results = livenet.finish_workers(procs, 60)
-        got = outcome(p, "errors")
+        got, results = errors_attack(net, "errspoof", 45600, 6)
         ok, detail = livenet.workers_ok(results)
         bad_tag = client_sum(results, "bad_tag")
         rows.append(("%d forged errors (zero/random tag)" % got["forged"], "ignored, counted; the job finishes",
@@ -416,13 +423,7 @@ def main():
         for name, job_id, port, crc, neutral in (("tamper", 7, 45700, False, False),
                                                  ("tampercrc", 8, 45800, True, False),
                                                  ("tampercrc", 8, 45800, True, True)):
-            table = "phubattack"
-            in_bridge(net, "nft", "add", "table", "bridge", table)
-            try:
-                in_bridge(net, "nft", "add", "chain", "bridge", table, "onpath",
-                          "{ type filter hook forward priority 0; }")
-                in_bridge(net, "nft", "add", "rule", "bridge", table, "onpath", "iifname", "w0", "oifname", "sv",
-                          "ip", "saddr", phubnet.worker_ip(0), "udp", "dport", str(port), "drop")
+            with worker0_on_path(net, port):
                 before = ctl.stats()["malformed"].get("bad_crc", 0)
                 p = on_segment(net, "tamper", port, job_id, 5.0, "--victim", phubnet.worker_ip(0), "--every", "16",
                                *(["--crc-neutral"] if neutral else []))
@@ -431,8 +432,6 @@ def main():
                                               (["--crc"] if crc else []), net.config_path, 60)
                 results = livenet.finish_workers(procs, 60)
                 got = outcome(p, "tamper")
-            finally:
-                in_bridge(net, "nft", "delete", "table", "bridge", table)
             time.sleep(0.2)
             bad_crc = ctl.stats()["malformed"].get("bad_crc", 0) - before
             ok, detail = livenet.workers_ok(results)
