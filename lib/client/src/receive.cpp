@@ -76,14 +76,12 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
 
 bool Client::open_session(std::span<const std::byte> bytes, const proto::Header& h, uint32_t owner) {
   Session& s = members_[owner].session;
-  const bool elements = h.opcode == proto::Opcode::result;
   const auto v = proto::open_session_packet(proto::server_to_worker(s.keys), s.rx, bytes, s.reply,
-                                            s.payload_mac && elements);
+                                            s.payload_mac && proto::session_opcode_has_mac(h.opcode));
   switch (v) {
     case proto::SessionVerdict::ok:
       return true;
     case proto::SessionVerdict::replayed:
-    case proto::SessionVerdict::too_old:
       ++st_.replayed;
       return false;
     case proto::SessionVerdict::bad_tag:

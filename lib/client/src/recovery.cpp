@@ -111,7 +111,7 @@ void Client::rejoin(uint32_t owner) {
   // rebound this client's address sends its packets from a new port, and the server (which moves a rank's
   // proven address only through a join of the holder later than the one that set it) still answers the
   // old one. A join of this process, with its incarnation, moves the answers here and brings the address
-  // cookie of the new address; where nothing moved, it costs one header each way.
+  // cookie of the new address; where nothing moved, it costs one join and its answer.
   if (owner >= members_.size() || members_[owner].state != Membership::State::joined || !queue_room(1)) return;
   // A session binds the address the join came from, and a join that repeats the session's nonce only gets
   // the same session again (the server keeps answering its old address). A new nonce asks for a new session

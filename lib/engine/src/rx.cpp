@@ -32,14 +32,16 @@ bool source_allowed(const config::Job& job, uint32_t ip) noexcept {
 }
 
 // Where the rank's packets now come from: results and errors go there (the cached headers are rewritten).
-void set_address(Peer& p, const proto::L2& l2, const proto::Ipv4& ip, const proto::Udp& udp, uint16_t port) noexcept {
-  p.mac = l2.src;
-  p.ip = ip.src;
-  p.udp_port = udp.src_port;
+// A new address proves itself again, unless the way it was learned proved it (a session's keys needed the
+// joined sent there).
+void set_address(Peer& p, const MacAddr& mac, uint32_t ip, uint16_t udp_port, uint16_t port, bool proven) noexcept {
+  p.mac = mac;
+  p.ip = ip;
+  p.udp_port = udp_port;
   p.port = static_cast<uint8_t>(port);
   p.known = true;
   p.l234_generation = 0;
-  p.proven = false;  // a new address proves itself again
+  p.proven = proven;
   p.unproven_credit_bytes = 0;
 }
 
@@ -322,7 +324,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
       bump(lj.counters.addresses_kept);
       answers_here = false;
     } else {
-      set_address(peer, rx.l2, rx.ip, rx.udp, rx.port);
+      set_address(peer, rx.l2.src, rx.ip.src, rx.udp.src_port, rx.port, false);
     }
   }
   // Which key the answers to the rank's address are signed with follows only the packets from that address.
@@ -600,7 +602,9 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     // nothing, and its answer goes to its sender as any join's.
     const bool fresh = !p.proven || static_cast<int32_t>(h.seq - p.join_seq) > 0;
     if (fresh) {
-      if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) set_address(p, rx.l2, rx.ip, rx.udp, rx.port);
+      if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) {
+        set_address(p, rx.l2.src, rx.ip.src, rx.udp.src_port, rx.port, false);
+      }
       p.join_seq = h.seq;
       p.previous_key = rx.previous_key;
     } else if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) {
@@ -679,15 +683,9 @@ bool Lcore::accept_join_of(Rx& rx, const JobPlan& plan) const noexcept {
 
 namespace {
 
-// Opcodes whose payload is elements: the ones a payload_mac job's session packets carry a payload MAC in.
-bool carries_elements(proto::Opcode op) noexcept {
-  return op == proto::Opcode::push || op == proto::Opcode::init || op == proto::Opcode::result;
-}
-
 Drop drop_for(proto::SessionVerdict v) noexcept {
   switch (v) {
     case proto::SessionVerdict::replayed: return Drop::replayed;
-    case proto::SessionVerdict::too_old: return Drop::seq_too_old;
     case proto::SessionVerdict::bad_mac: return Drop::bad_mac;
     case proto::SessionVerdict::mac_missing: return Drop::mac_missing;
     case proto::SessionVerdict::ok:
@@ -700,12 +698,12 @@ Drop drop_for(proto::SessionVerdict v) noexcept {
 
 bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   Peer& p = lj.peer(rx.hdr.rank);
-  const bool require_mac = plan.cfg.payload_mac && carries_elements(rx.hdr.opcode);
+  const bool require_mac = plan.cfg.payload_mac && proto::session_opcode_has_mac(rx.hdr.opcode);
   using V = proto::SessionVerdict;
-  // A session's window is checked before its tag: replayed or too_old under one session says nothing of
+  // A session's window is checked before its tag: replayed under one session says nothing of
   // another (a new session starts again at 1, below the old one's window). Only bad_mac and mac_missing
   // prove the packet is that session's.
-  auto inconclusive = [](V x) { return x == V::bad_tag || x == V::replayed || x == V::too_old; };
+  auto inconclusive = [](V x) { return x == V::bad_tag || x == V::replayed; };
   V v = V::bad_tag;
   if (p.current.valid) {
     v = proto::open_session_packet(proto::worker_to_server(p.current.keys), p.current.window, rx.msg, p.current.reply,
@@ -723,14 +721,7 @@ bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       p.former = p.current;
       p.current = p.pending;
       p.pending.valid = false;
-      p.mac = p.current.mac;
-      p.ip = p.current.reply.ipv4;
-      p.udp_port = p.current.reply.udp_port;
-      p.port = p.current.port;
-      p.known = true;
-      p.l234_generation = 0;
-      p.proven = true;  // the session's keys needed the joined sent to that address
-      p.unproven_credit_bytes = 0;
+      set_address(p, p.current.mac, p.current.reply.ipv4, p.current.reply.udp_port, p.current.port, true);
       bump(lj.counters.sessions_established);
       rx.session = &p.current;
       return true;

@@ -104,15 +104,20 @@ class Segment:
         self.sent += 1
         self.sent_bytes += max(len(frame), 60)
 
-    def frames(self, seconds):
-        """Frames received (not our own) for `seconds`; with 0, those already queued (at most 10,000)."""
+    def frames(self, seconds, until_eof=False):
+        """Frames received (not our own) for `seconds`; with 0, those already queued (at most 10,000). With
+        until_eof, also stops as soon as stdin closes (the test closes it when its workers are done)."""
         end = time.time() + seconds
         drained = 0
+        watched = [self.sock] + ([sys.stdin] if until_eof else [])
         while True:
             left = end - time.time()
             if seconds > 0 and left <= 0:
                 return
-            if not select.select([self.sock], [], [], max(left, 0))[0]:
+            ready = select.select(watched, [], [], max(left, 0))[0]
+            if until_eof and sys.stdin in ready and not sys.stdin.read(1):
+                return
+            if self.sock not in ready:
                 if seconds == 0:
                     return
                 continue
@@ -287,12 +292,12 @@ def crc_neutral(payload):
 
 
 def tamper(seg, server, port, job, victim, every, seconds, neutral=False):
-    """Relays the victim's frames to the server (the bridge no longer forwards them), changing the payload
-    of every `every`-th push and leaving its header, tag and CRC field as they were: the first element set
-    to 1000, or (neutral) a change that keeps the payload's CRC32C."""
+    """Relays the victim's frames to the server (the bridge no longer forwards them) until stdin closes or
+    `seconds` pass, changing the payload of every `every`-th push and leaving its header, tag and CRC field
+    as they were: the first element set to 1000, or (neutral) a change that keeps the payload's CRC32C."""
     server_ip, victim_ip = ip_bytes(server), ip_bytes(victim)
     relayed = pushes = altered = 0
-    for frame in seg.frames(seconds):
+    for frame in seg.frames(seconds, until_eof=True):
         u = parse_udp(frame)
         if not u or u[2] != victim_ip or u[3] != server_ip or not port <= u[5] < port + 16:
             continue

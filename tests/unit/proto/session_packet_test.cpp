@@ -132,6 +132,16 @@ TEST(SessionPacket, NumbersFarBehindTheWindowFailTheirTag) {
   EXPECT_EQ(w.top(), 10u + ReplayWindow::kSpan + 5);
 }
 
+TEST(SessionPacket, OnlyWorkerAndServerElementsCarryThePayloadMac) {
+  EXPECT_TRUE(session_opcode_has_mac(Opcode::push));
+  EXPECT_TRUE(session_opcode_has_mac(Opcode::init));
+  EXPECT_TRUE(session_opcode_has_mac(Opcode::result));
+  for (Opcode op : {Opcode::pull, Opcode::rerequest, Opcode::leave, Opcode::join, Opcode::joined, Opcode::error,
+                    Opcode::fwd_partial, Opcode::fwd_result, Opcode::fwd_init, Opcode::hub_state}) {
+    EXPECT_FALSE(session_opcode_has_mac(op)) << opcode_name(op);
+  }
+}
+
 TEST(SessionPacket, VerdictsHaveNames) {
   for (size_t v = 0; v < kSessionVerdicts; ++v) {
     EXPECT_NE(session_verdict_name(static_cast<SessionVerdict>(v)), "?") << v;

@@ -64,7 +64,6 @@ namespace phub::engine {
   X(fwd_fingerprint_mismatch, "hub forward from a peer hub whose hierarchy fingerprint differs from this hub's") \
   X(hub_state_stale, "hub_state that echoes no nonce of this lcore's, or an older epoch of rank 0's hub: a replay") \
   X(replayed, "sessions job: a session packet (or a holder's join) whose sequence number was seen already")  \
-  X(seq_too_old, "sessions job: a session packet behind its session's anti-replay window")                  \
   X(bad_mac, "sessions job: a session packet whose tag is right but whose payload MAC is not")               \
   X(mac_missing, "payload_mac job: a push, init (or result) session packet without its payload MAC")        \
   X(session_replaced, "sessions job: a packet of a rank's former session (a later join replaced it)")       \

@@ -38,15 +38,20 @@ void seal_session_packet(const SessionDirection& d, std::span<std::byte> msg, Re
 void seal_session_header(const SessionDirection& d, std::span<std::byte, kHeaderBytes> wire,
                          std::span<const std::byte> payload, ReplyAddress reply, uint64_t seq, bool mac) noexcept;
 
+// Opcodes whose session packets carry the payload MAC in a payload_mac job: the ones with elements that pass
+// between a worker and its server (push, init, result; hub opcodes have their own MAC).
+[[nodiscard]] constexpr bool session_opcode_has_mac(Opcode op) noexcept {
+  return opcode_carries_elems(op) && !opcode_is_forward(op);
+}
+
 enum class SessionVerdict : uint8_t {
   ok,           // authentic and fresh: now committed to the window
   replayed,     // its number was seen (a replay, or a forgery that reused one): not verified further
-  too_old,      // behind the window
   bad_tag,      // the tag is not this session's for this reply address and number
   bad_mac,      // the tag is right, the payload MAC is not (the payload was changed)
   mac_missing,  // authentic, but without the payload MAC the session requires
 };
-inline constexpr size_t kSessionVerdicts = 6;
+inline constexpr size_t kSessionVerdicts = 5;
 [[nodiscard]] std::string_view session_verdict_name(SessionVerdict v) noexcept;
 
 // Open a received packet (`msg`: header and payload, already parsed by parse_header) of the session whose
