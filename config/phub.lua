@@ -49,7 +49,7 @@ return {
       dtype = "fp32",
       workers = 4,
       port_base = 40000,           -- lcores 1 and 2 listen on 40000 and 40001
-      secret = "demo-allreduce-secret",
+      secret = "demo-allreduce-secret",  -- keys each rank's session (sessions = true is the default with a secret)
       quota_bytes = "64MiB",
       chunk_bytes = "32KiB",
       allowed_sources = { "198.18.0.0/24" },

@@ -1,6 +1,6 @@
 -- tenants.lua: one server shared by several teams' jobs (tenants).
 --
--- Each job has its own key space, worker set, UDP port range, secret (packets carry a tag keyed by it),
+-- Each job has its own key space, worker set, UDP port range, secret (each rank's session is keyed by it),
 -- memory quota and packet-rate limit, and may only be reached from its own subnet. A helper function
 -- gives every tenant a disjoint port range and fills in what all tenants share.
 

@@ -46,6 +46,10 @@ Expected<Target, std::string> target_from_config(const std::string& path) {
   t.mtu = cfg->ports[0].mtu;
   for (const auto& p : cfg->ports) t.mtu = std::min(t.mtu, p.mtu);
   for (const auto& j : cfg->jobs) {
+    if (j.sessions) {
+      return unexpected(path + ": job '" + j.name + "' runs sessions, and phub-pktgen emulates workers without the "
+                        "session handshake: give it sessions = false and insecure = true to drive it");
+    }
     TargetJob tj;
     gen::JobSpec& s = tj.spec;
     s.id = j.id;

@@ -142,11 +142,17 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
   r.integer("port_base", j.port_base, 1, 65535, true);
   r.string("secret", j.secret);
   r.boolean("insecure", j.insecure);
+  // A job with a secret runs sessions unless it says otherwise: without them a recorded packet replays and a
+  // replayed join moves a rank's reply address (docs/security.md).
+  j.sessions = !j.secret.empty();
   r.boolean("sessions", j.sessions);
   r.boolean("payload_mac", j.payload_mac);
   // Session keys derive from the job key: without a secret there is nothing to derive them from.
   if (j.sessions && j.secret.empty()) {
     errors.add(r.path("sessions"), "needs a secret (session keys derive from the job key)");
+  } else if (!j.sessions && !j.secret.empty() && !j.insecure) {
+    errors.add(r.path("sessions"), "false with a secret: recorded packets then replay and a replayed join moves a "
+                                   "rank's reply address (or say insecure = true)");
   }
   if (j.payload_mac && !j.sessions) {
     errors.add(r.path("payload_mac"), "needs sessions = true (the payload MAC is keyed by the session)");

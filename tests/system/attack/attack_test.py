@@ -46,14 +46,19 @@ JOBS = [phubnet.job(1, "healthy", 2, [30000, 4097], 45100),
         phubnet.job(3, "weights", 1, TARGET_KEYS, 45300, mode="ps", optimizer=dict(kind="sgd", lr=0.1)),
         phubnet.job(4, "stalled", 2, TARGET_KEYS, 45400),
         phubnet.job(5, "signed", 2, TARGET_KEYS, 45500, secret="attack-suite-secret-0123456789"),
-        phubnet.job(6, "errspoof", 2, [30000, 4097], 45600, secret="attack-suite-errors-0123456789"),
-        phubnet.job(7, "tamper", 2, [30000], 45700, secret="attack-suite-tamper-0123456789"),
-        phubnet.job(8, "tampercrc", 2, [30000], 45800, secret="attack-suite-tampercrc-0123456"),
-        # The same attacks against jobs with sessions (docs/protocol.md, "Sessions").
-        phubnet.job(9, "sesserr", 2, [30000, 4097], 45900, secret="attack-suite-sessions-0123456789",
-                    sessions=True),
+        # Jobs with a secret and no sessions (which the server takes only with insecure = true): the attacks
+        # that still work there ("Known attacks" in docs/security.md).
+        phubnet.job(6, "errspoof", 2, [30000, 4097], 45600, secret="attack-suite-errors-0123456789",
+                    sessions=False, insecure=True),
+        phubnet.job(7, "tamper", 2, [30000], 45700, secret="attack-suite-tamper-0123456789",
+                    sessions=False, insecure=True),
+        phubnet.job(8, "tampercrc", 2, [30000], 45800, secret="attack-suite-tampercrc-0123456",
+                    sessions=False, insecure=True),
+        # The same attacks against jobs with sessions, which every job with a secret runs by default
+        # (docs/protocol.md, "Sessions").
+        phubnet.job(9, "sesserr", 2, [30000, 4097], 45900, secret="attack-suite-sessions-0123456789"),
         phubnet.job(10, "sesstamper", 2, [30000], 46000, secret="attack-suite-sessmac-0123456789",
-                    sessions=True, payload_mac=True)]
+                    payload_mac=True)]
 ARP_ICMP_PER_S, ARP_ICMP_BURST = 1000, 50  # the server's defaults (docs/config.md, limits)
 ATTACKER_NS = 2
 PROBE_PORT, SINK_PORT = 47000, 47100
@@ -158,6 +163,19 @@ def worker0_on_path(net, port):
         in_bridge(net, "nft", "delete", "table", "bridge", table)
 
 
+def tamper_attack(net, name, port, job_id, segment_args=(), worker_args=()):
+    """segment.py's tamper relay, on path between worker 0 and the server's `port`, changes every 16th push of
+    worker 0 while the job's two ranks run for 2 s. Returns (got, results)."""
+    with worker0_on_path(net, port):
+        p = on_segment(net, "tamper", port, job_id, 75.0, "--victim", phubnet.worker_ip(0), "--every", "16",
+                       *segment_args)
+        time.sleep(0.5)
+        procs = livenet.start_workers(net, name, [0, 1], ["--seconds", "2", "--timeout-ms", "20000"] +
+                                      list(worker_args), net.config_path, 60)
+        results = livenet.finish_workers(procs, 60)
+        return outcome(p, "tamper"), results
+
+
 def sessions_rows(net, ctl, rows, check):
     """The errors, epochs and tamper attacks against jobs with sessions; the bridge floods every frame."""
     # Forged errors, and the first genuine error replayed byte for byte: the client's window refuses the copies.
@@ -206,14 +224,8 @@ def sessions_rows(net, ctl, rows, check):
         check("sessions, past pushes: run %d finished right: %s" % (n + 1, detail), ok)
 
     # The on-path change of every 16th push, against payload MACs.
-    with worker0_on_path(net, 46000):
-        before = drops(ctl, "sesstamper", "bad_mac")
-        p = on_segment(net, "tamper", 46000, 10, 75.0, "--victim", phubnet.worker_ip(0), "--every", "16")
-        time.sleep(0.5)
-        procs = livenet.start_workers(net, "sesstamper", [0, 1], ["--seconds", "2", "--timeout-ms", "20000"],
-                                      net.config_path, 60)
-        results = livenet.finish_workers(procs, 60)
-        got = outcome(p, "tamper")
+    before = drops(ctl, "sesstamper", "bad_mac")
+    got, results = tamper_attack(net, "sesstamper", 46000, 10)
     bad_mac = drops(ctl, "sesstamper", "bad_mac") - before
     ok, detail = livenet.workers_ok(results)
     rows.append(("%d of %d pushes altered on path, payload MAC" % (got["altered"], got["pushes"]),
@@ -258,11 +270,15 @@ def main():
             "unproven_limit %d" % n)
         check("stall: the contributor was told its round stalled (%d B)" % got["out"], got["out"] > 0)
 
+        # The job runs sessions (it has a secret): a rank without a session opens nothing (no_session),
+        # one with a session refuses the tag (bad_tag).
         got = attack(net, "forged", 45500, 5)
-        n = drops(ctl, "signed", "bad_tag")
-        row("200 pushes/rerequests without the secret", "nothing answered, each counted", got, "bad_tag %d" % n)
+        bad_tag, no_session = drops(ctl, "signed", "bad_tag"), drops(ctl, "signed", "no_session")
+        row("200 pushes/rerequests without the secret", "nothing answered, each counted", got,
+            "bad_tag %d, no_session %d" % (bad_tag, no_session))
         check("forged: nothing came back (%d B)" % got["out"], got["out"] == 0)
-        check("forged: every packet counted as bad_tag (%d of 200)" % n, n == 200)
+        check("forged: every packet counted as bad_tag or no_session (%d + %d of 200)" % (bad_tag, no_session),
+              bad_tag + no_session == 200)
 
         got = attack(net, "ping", 0, 0, seconds=1.0)
         stats = ctl.stats()
@@ -427,15 +443,9 @@ def main():
         for name, job_id, port, crc, neutral in (("tamper", 7, 45700, False, False),
                                                  ("tampercrc", 8, 45800, True, False),
                                                  ("tampercrc", 8, 45800, True, True)):
-            with worker0_on_path(net, port):
-                before = ctl.stats()["malformed"].get("bad_crc", 0)
-                p = on_segment(net, "tamper", port, job_id, 75.0, "--victim", phubnet.worker_ip(0), "--every", "16",
-                               *(["--crc-neutral"] if neutral else []))
-                time.sleep(0.5)
-                procs = livenet.start_workers(net, name, [0, 1], ["--seconds", "2", "--timeout-ms", "20000"] +
-                                              (["--crc"] if crc else []), net.config_path, 60)
-                results = livenet.finish_workers(procs, 60)
-                got = outcome(p, "tamper")
+            before = ctl.stats()["malformed"].get("bad_crc", 0)
+            got, results = tamper_attack(net, name, port, job_id, ["--crc-neutral"] if neutral else [],
+                                         ["--crc"] if crc else [])
             time.sleep(0.2)
             bad_crc = ctl.stats()["malformed"].get("bad_crc", 0) - before
             ok, detail = livenet.workers_ok(results)

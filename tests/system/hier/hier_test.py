@@ -282,6 +282,10 @@ def first_case_checks(check, label, ranks, views, jobs, into_core, rounds):
                        for rc, peers, rows in views.values()), str(views))
     check("%s: rank 0's epoch reached hub 2 (an epoch taken from rank 0's hub)" % label,
           jobs[2].get("hub_epochs_adopted", 0) >= 1 and jobs[1].get("epochs_started", 0) >= 1, str(jobs))
+    # The job has a secret, so its ranks run sessions with their rack hub (docs/hierarchy.md).
+    check("%s: the ranks ran sessions with their rack hubs (sessions_established %s)"
+          % (label, [jobs[r].get("sessions_established", 0) for r in ranks]),
+          all(jobs[r].get("sessions_established", 0) > 0 for r in ranks))
     check("%s: the hubs received partials and sent results both ways" % label,
           all(jobs[r].get("partials_received", 0) > 0 and jobs[r].get("hub_results_sent", 0) > 0 for r in ranks), str(jobs))
     # At least half the job's bytes per round (one fp32 partial or result per element) entered the core.

@@ -46,7 +46,8 @@ TEST(Accept, DefaultsAreThoseOfTheStructs) {
   want_job.port_base = 5000;
   want_job.secret = "0123456789abcdef";
   want_job.keys = {{"k", 10}};
-  want_job.quota_bytes = Limits{}.memory_bytes;  // the one loader default that is not the struct's
+  want_job.quota_bytes = Limits{}.memory_bytes;  // the loader defaults that are not the struct's:
+  want_job.sessions = true;                      // the job has a secret
   EXPECT_EQ(c.jobs[0], want_job);
 }
 

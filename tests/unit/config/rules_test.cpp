@@ -122,7 +122,11 @@ const Case kCases[] = {
     {"cfg.jobs[2].insecure = 'yes'", "jobs[2].insecure: expected boolean, got string"},
     // sessions need a secret, payload MACs need sessions
     {"cfg.jobs[2].sessions = true", "jobs[2].sessions: needs a secret"},
-    {"cfg.jobs[1].payload_mac = true", "jobs[1].payload_mac: needs sessions = true"},
+    {"cfg.jobs[1].sessions = false; cfg.jobs[1].insecure = true; cfg.jobs[1].payload_mac = true",
+     "jobs[1].payload_mac: needs sessions = true"},
+    {"cfg.jobs[2].payload_mac = true", "jobs[2].payload_mac: needs sessions = true"},
+    // a job with a secret runs sessions unless it says insecure = true
+    {"cfg.jobs[1].sessions = false", "jobs[1].sessions: false with a secret: recorded packets then replay"},
     {"cfg.jobs[1].sessions = 1", "jobs[1].sessions: expected boolean, got number"},
     // checkpoints
     {"cfg.jobs[1].checkpoint = { dir = '/tmp' }", "jobs[1].checkpoint: only allowed in ps mode"},
@@ -187,19 +191,23 @@ TEST(Rule, SixteenByteSecretsAndInsecureJobsAreAccepted) {
   }
 }
 
-TEST(Rule, SessionsAndPayloadMacAreReadAndOffByDefault) {
+TEST(Rule, SessionsAreOnForJobsWithASecretAndPayloadMacIsOptIn) {
   auto plain = load_string(patched(""), "test.lua");
   ASSERT_TRUE(plain.has_value()) << plain.error();
-  EXPECT_FALSE(plain->jobs[0].sessions);
+  EXPECT_TRUE(plain->jobs[0].sessions);    // a secret
+  EXPECT_FALSE(plain->jobs[1].sessions);   // none (insecure)
   EXPECT_FALSE(plain->jobs[0].payload_mac);
-  auto s = load_string(patched("cfg.jobs[1].sessions = true"), "test.lua");
-  ASSERT_TRUE(s.has_value()) << s.error();
-  EXPECT_TRUE(s->jobs[0].sessions);
-  EXPECT_FALSE(s->jobs[0].payload_mac);
-  auto m = load_string(patched("cfg.jobs[1].sessions = true; cfg.jobs[1].payload_mac = true"), "test.lua");
+  auto off = load_string(patched("cfg.jobs[1].sessions = false; cfg.jobs[1].insecure = true"), "test.lua");
+  ASSERT_TRUE(off.has_value()) << off.error();
+  EXPECT_FALSE(off->jobs[0].sessions);
+  EXPECT_FALSE(off->jobs[0].payload_mac);
+  auto m = load_string(patched("cfg.jobs[1].payload_mac = true"), "test.lua");
   ASSERT_TRUE(m.has_value()) << m.error();
   EXPECT_TRUE(m->jobs[0].sessions);
   EXPECT_TRUE(m->jobs[0].payload_mac);
+  auto short_secret = load_string(patched("cfg.jobs[1].secret = 'short'; cfg.jobs[1].insecure = true"), "test.lua");
+  ASSERT_TRUE(short_secret.has_value()) << short_secret.error();
+  EXPECT_TRUE(short_secret->jobs[0].sessions);  // a short secret still keys sessions
 }
 
 TEST(Rule, ManyErrorsAreReportedTogetherAndCut) {

@@ -107,7 +107,8 @@ struct Job {
   std::string secret;              // authenticates packets; at least 16 bytes unless insecure
   bool insecure = false;           // accept no secret, or one under 16 bytes (docs/security.md)
   bool sessions = false;           // every rank's packets are session packets (per-rank keys, sequence numbers,
-                                   // anti-replay; docs/protocol.md, "Sessions"); needs a secret
+                                   // anti-replay; docs/protocol.md, "Sessions"); needs a secret. The loader
+                                   // turns it on for every job with a secret; off with a secret needs insecure
   bool payload_mac = false;        // session packets with elements also carry a payload MAC; needs sessions
   uint64_t quota_bytes = 0;        // the job's memory limit; admission fails above it (loader default: limits)
   uint32_t chunk_bytes = 32768;    // bytes of fp32 state per chunk; multiple of 64, 1 KiB..1 MiB
