@@ -34,13 +34,19 @@ TEST(ResendTimer, LaterSamplesMoveSrttByAnEighthAndVarianceByAQuarter) {
   EXPECT_EQ(t.rto(), 210u + 4 * 95u);
 }
 
-TEST(ResendTimer, ASteadyRoundTripConvergesToItPlusTheMinimumMargin) {
+TEST(ResendTimer, ASteadyRoundTripConvergesToItPlusTheLeastMargin) {
+  // 4*RTTVAR has shrunk below the least margin: the RTO keeps a quarter of SRTT over it, so jitter of a
+  // steady path is no loss.
   ResendTimer t(kLimits);
   for (int i = 0; i < 200; ++i) t.sample(300);
   EXPECT_EQ(t.srtt(), 300u);
   EXPECT_LE(t.rttvar(), 2u);
-  // 4*RTTVAR has shrunk below min: the RTO keeps min over SRTT, so jitter of a steady path is no loss.
-  EXPECT_EQ(t.rto(), 300u + 10u);
+  EXPECT_EQ(t.rto(), 300u + 300u / 4);
+  // A short round trip, whose quarter is below min: min over SRTT.
+  ResendTimer fast(kLimits);
+  for (int i = 0; i < 200; ++i) fast.sample(20);
+  EXPECT_EQ(fast.srtt(), 20u);
+  EXPECT_EQ(fast.rto(), 20u + 10u);
 }
 
 TEST(ResendTimer, TheRtoStaysWithinItsLimits) {

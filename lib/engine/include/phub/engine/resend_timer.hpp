@@ -30,7 +30,10 @@ class ResendTimer {
       rttvar_ = (3 * rttvar_ + err) / 4;
       srtt_ = std::max<uint64_t>((7 * srtt_ + rtt) / 8, 1);
     }
-    rto_ = std::clamp(srtt_ + std::max(limits_.min, 4 * rttvar_), limits_.min, limits_.max);
+    // The margin over SRTT is 4*RTTVAR, but at least min and a quarter of SRTT: on a steady path RTTVAR
+    // decays towards 0, and SRTT plus 1 ms would take any jitter of a few ms (a descheduled lcore, a
+    // queue) for a loss. A quarter costs a real loss a quarter of a round trip more.
+    rto_ = std::clamp(srtt_ + std::max({limits_.min, 4 * rttvar_, srtt_ / 4}), limits_.min, limits_.max);
     ++samples_;
   }
 
