@@ -71,6 +71,14 @@ def body(a, t):
         status, v, _ = pktgen.offline(a.pktgen, ["--server-config", wrong, "--verify-pcap", out])
         t.check("a wrong expectation is caught", status == 2 and v is not None and v["mismatches"] > 0,
                 "status %s" % status)
+        # A trace is a replay, which a job with sessions refuses: pktgen does not write one for such a job.
+        sess = os.path.join(d, "sessions.lua")
+        server.config(sess, prefix=prefix, device="net_null0",
+                      jobs=[dict(j, sessions=True) if j.get("secret") else j for j in jobs()])
+        status, _, err = pktgen.offline(a.pktgen, ["--server-config", sess, "--write-pcap",
+                                                   os.path.join(d, "refused.pcap"), "--pcap-rounds", "1"])
+        t.check("a sessions job is refused, by name", status != 0 and "runs sessions" in err and "trace-bf16" in err,
+                "status %s: %s" % (status, err))
         looped(a, t, d, w)
         print("trace: %d frames, %d bytes, %d rounds" % (w["frames"], w["bytes"], w["rounds"]))
 
