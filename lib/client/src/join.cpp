@@ -129,6 +129,17 @@ void Client::establish_session(const proto::Header& h, const proto::JoinedPayloa
   ctx.lcore_index = static_cast<uint16_t>(owner % opt_.server_lcores);
   ctx.worker_nonce = p.worker_nonce;
   ctx.server_nonce = p.server_nonce;
+  // The session this one replaces may be the server's still: it keeps answering under the rank's session
+  // until a packet under the new one reaches it. One that something was heard under was the server's (any
+  // older one no longer is); one sent under but not heard from may have become it; one never sent under
+  // cannot have.
+  Membership& m = members_[owner];
+  if (s.heard) {
+    m.last_heard = s;
+    m.replaced = Session{};
+  } else if (s.active && s.next_tx_seq > 1) {
+    m.replaced = s;
+  }
   s = Session{};
   s.active = true;
   s.keys = proto::derive_session_keys(auth_, ctx);

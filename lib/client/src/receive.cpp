@@ -75,11 +75,29 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
 }
 
 bool Client::open_session(std::span<const std::byte> bytes, const proto::Header& h, uint32_t owner) {
-  Session& s = members_[owner].session;
-  const auto v = proto::open_session_packet(proto::server_to_worker(s.keys), s.rx, bytes, s.reply,
-                                            s.payload_mac && proto::session_opcode_has_mac(h.opcode));
+  using V = proto::SessionVerdict;
+  const auto open = [&](Session& s) {
+    return proto::open_session_packet(proto::server_to_worker(s.keys), s.rx, bytes, s.reply,
+                                      s.payload_mac && proto::session_opcode_has_mac(h.opcode));
+  };
+  Membership& m = members_[owner];
+  V v = open(m.session);
+  // A wrong tag or a number seen before under the current session says nothing of the ones it replaced
+  // (each has its own numbers): the server may still be answering under one of them.
+  Session* opened = v == V::ok ? &m.session : nullptr;
+  for (Session* older : {&m.replaced, &m.last_heard}) {
+    if ((v != V::bad_tag && v != V::replayed) || !older->active) continue;
+    const V ov = open(*older);
+    if (ov != V::bad_tag) v = ov;
+    if (ov == V::ok) opened = older;
+  }
   switch (v) {
     case proto::SessionVerdict::ok:
+      opened->heard = true;
+      if (opened == &m.replaced) {  // the server took it up: the newest heard from (moved, one window each)
+        m.last_heard = m.replaced;
+        m.replaced = Session{};
+      }
       return true;
     case proto::SessionVerdict::replayed:
       ++st_.replayed;

@@ -222,6 +222,9 @@ def run_case(build, check, label, racks, per_rack, mode="allreduce", dtype="fp32
                 jobs = {r: counters[r].get("job H", {}) for r in ranks}
                 drops = {r: counters[r].get("drops", {}) for r in ranks}
                 print("workers: %s" % detail, flush=True)
+                if not ok:  # what each hub saw of its peers when the ranks ended
+                    for r, v in views.items():
+                        print("hub %d: phub-ctl job H: %s" % (r, v[1]), flush=True)
                 check("%s: every rank completes %d rounds, every result equal to a flat server's" % (label, rounds), ok, detail)
                 check("%s: every hub stops on SIGINT with exit 0 and prints the job's counters" % label,
                       all(rcs[r] == 0 and jobs[r] for r in ranks), str(rcs))

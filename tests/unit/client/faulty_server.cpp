@@ -27,6 +27,7 @@ FaultyServer::FaultyServer(FaultyServerOptions o) : o_(std::move(o)) {
   key_ = proto::derive_key(o_.wrong_tag ? o_.secret + "-other" : o_.secret, o_.job_id);
   true_key_ = proto::derive_key(o_.secret, o_.job_id);
   sessions_.assign(o_.lcores, std::vector<Session>(o_.workers));
+  pending_ = sessions_;
   peers_.resize(o_.workers);
   peer_known_.assign(o_.workers, false);
   holders_.assign(o_.workers, 0);
@@ -119,6 +120,7 @@ void FaultyServer::send(int fd, const sockaddr_in& to, proto::Header h, const st
     // As the real server: every answer to a rank of a sessions job goes under its session, none without one.
     Session& s = sessions_[owner_of_fd(fd)][h.rank];
     if (!s.active) return;
+    if (pending_[owner_of_fd(fd)][h.rank].active) ++sealed_while_pending_;
     proto::seal_session_packet(proto::server_to_worker(s.keys), out, s.reply, s.next_tx_seq++,
                                o_.payload_mac && h.opcode == proto::Opcode::result);
   } else if (!o_.secret.empty()) {
@@ -235,14 +237,19 @@ void FaultyServer::answer_join(int fd, const proto::Header& h, const proto::Join
   p.reply = proto::ReplyAddress{ntohl(from.sin_addr.s_addr), ntohs(from.sin_port)};
   if (o_.sessions) {
     p.options = proto::session_option::session | (o_.payload_mac ? proto::session_option::payload_mac : 0);
-    Session& s = sessions_[owner][h.rank];
+    Session& current = sessions_[owner][h.rank];
+    Session& pending = pending_[owner][h.rank];
     if (h.aux != 0 && a.aux == h.aux) {
       // The holder's join: the same nonce again (a resend) is answered with the session it made; another
-      // makes a new session.
-      if (s.active && s.worker_nonce == jp.worker_nonce) {
-        p.server_nonce = s.server_nonce;
-        p.reply = s.reply;
+      // makes a new session (pending while the rank has one, with switch_on_first_packet).
+      const Session* known = pending.active && pending.worker_nonce == jp.worker_nonce ? &pending
+                             : current.active && current.worker_nonce == jp.worker_nonce ? &current
+                                                                                          : nullptr;
+      if (known != nullptr) {
+        p.server_nonce = known->server_nonce;
+        p.reply = known->reply;
       } else {
+        Session& s = o_.switch_on_first_packet && current.active ? pending : current;
         s = Session{};
         s.active = true;
         s.worker_nonce = jp.worker_nonce;
@@ -291,16 +298,15 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
       holders_[0] = restore_->rank0;
       holder_seen_[0] = restore_->rank0;
       rank0_incarnation_ = restore_->rank0;
-      if (o_.sessions) sessions_.assign(o_.lcores, std::vector<Session>(o_.workers));  // a restart keeps none
+      if (o_.sessions) {  // a restart keeps none
+        sessions_.assign(o_.lcores, std::vector<Session>(o_.workers));
+        pending_ = sessions_;
+      }
       restore_.reset();
     }
   }
   auto h = proto::parse_header(std::span(data, len));
   if (!h || h->job_id != o_.job_id || h->rank >= o_.workers) return;
-  if (o_.silent_after_results != 0 && h->opcode != proto::Opcode::join &&
-      std::chrono::steady_clock::now() < silent_until_) {
-    return;
-  }
   const auto msg = std::span<const std::byte>(data, proto::kHeaderBytes + h->payload_bytes);
   const auto wire = msg.first<proto::kHeaderBytes>();
   // Like the real server: whatever fails its check is dropped silently.
@@ -310,14 +316,27 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
                            : proto::accept_join(proto::handshake_key(true_key_), wire, msg.subspan(proto::kHeaderBytes));
     if (!jp) return;
   } else if (o_.sessions) {
-    Session& s = sessions_[owner][h->rank];
     const bool elements = h->opcode == proto::Opcode::push || h->opcode == proto::Opcode::init;
-    if (!s.active || proto::open_session_packet(proto::worker_to_server(s.keys), s.rx, msg, s.reply,
-                                                o_.payload_mac && elements) != proto::SessionVerdict::ok) {
-      ++session_drops_;
-      return;
+    const auto opens = [&](Session& s) {
+      return s.active && proto::open_session_packet(proto::worker_to_server(s.keys), s.rx, msg, s.reply,
+                                                    o_.payload_mac && elements) == proto::SessionVerdict::ok;
+    };
+    Session& pending = pending_[owner][h->rank];
+    if (!opens(sessions_[owner][h->rank])) {
+      if (!opens(pending)) {
+        ++session_drops_;
+        return;
+      }
+      sessions_[owner][h->rank] = pending;  // the first packet under the pending session: it is the rank's now
+      pending = Session{};
     }
   } else if (!o_.secret.empty() && !proto::verify_header(true_key_, wire)) {
+    return;
+  }
+  // Silent: the packet opened its session (a rejoin's session is taken up, as on a server whose answers are
+  // late), but only joins get anything done.
+  if (o_.silent_after_results != 0 && h->opcode != proto::Opcode::join &&
+      std::chrono::steady_clock::now() < silent_until_) {
     return;
   }
   peers_[h->rank] = from;

@@ -56,9 +56,12 @@ struct FaultyServerOptions {
   // of another epoch get epoch_mismatch. Off: one epoch (0), every joiner told it holds its rank.
   bool epochs = false;
   // Sessions (protocol v3, needs a secret): a holder's join makes a session per (lcore, rank), derived as the
-  // real server does; every later packet both ways is a session packet (no pending/former sessions here: a
-  // new join's session replaces the old at once). With payload_mac, results and pushes carry payload MACs.
+  // real server does; every later packet both ways is a session packet. A new join's session replaces the
+  // old at once, unless switch_on_first_packet: then, as on the real server, it is pending until the first
+  // packet that opens under it, and answers go under the old one until then. With payload_mac, results and
+  // pushes carry payload MACs.
   bool sessions = false;
+  bool switch_on_first_packet = false;
   bool payload_mac = false;
   bool duplicate_errors = false;            // send every error twice (under a session: a byte-for-byte replay)
   bool stall_errors = false;                // answer every first push also with a (harmless) round_stalled
@@ -69,7 +72,7 @@ struct FaultyServerOptions {
   // tagged under the job key, and sealed under keys of another server nonce. Either would fail the op.
   bool forge_errors = false;
   uint32_t corrupt_every = 0;               // alter the payload of every n-th result after sealing (0: none)
-  uint32_t silent_after_results = 0;        // once this many results went out, drop everything but joins ...
+  uint32_t silent_after_results = 0;        // once this many results went out, act on nothing but joins ...
   uint32_t silent_ms = 300;                 // ... for this long (the clients join again after silence)
 };
 
@@ -100,6 +103,8 @@ class FaultyServer {
   [[nodiscard]] uint64_t results_corrupted() const noexcept { return corrupted_.load(); }
   [[nodiscard]] uint64_t sessions_made() const noexcept { return sessions_made_.load(); }
   [[nodiscard]] uint64_t session_drops() const noexcept { return session_drops_.load(); }  // refused by open
+  // Answers sealed under a rank's old session while a later join's session was pending (switch_on_first_packet).
+  [[nodiscard]] uint64_t sealed_while_pending() const noexcept { return sealed_while_pending_.load(); }
 
  private:
   struct Segment {
@@ -172,11 +177,12 @@ class FaultyServer {
   std::optional<Restore> restore_;
   proto::AuthKey true_key_{};                      // the job key (key_ may be a wrong one)
   std::vector<std::vector<Session>> sessions_;     // [lcore][rank]
+  std::vector<std::vector<Session>> pending_;      // [lcore][rank]: switch_on_first_packet
   std::map<std::pair<int, uint16_t>, std::vector<std::byte>> first_result_, first_error_;  // (fd, rank): replay_first
   uint64_t results_sent_ = 0;
   uint64_t results_counted_ = 0;  // silent_after_results
   std::chrono::steady_clock::time_point silent_until_{};
-  std::atomic<uint64_t> errors_sent_{0}, corrupted_{0}, sessions_made_{0}, session_drops_{0};
+  std::atomic<uint64_t> errors_sent_{0}, corrupted_{0}, sessions_made_{0}, session_drops_{0}, sealed_while_pending_{0};
 };
 
 }  // namespace phub::client::test

@@ -51,8 +51,9 @@ void add(phub_stats& to, const phub_stats& s) {
 constexpr uint32_t kSteadyRtoUs = 250'000;
 
 // `rounds` allreduces of every key on each rank (a thread per rank); a rank stops at its first failed wait.
-// rto_min_us = 0 keeps the client's default floor.
-Outcome run(FaultyServer& server, const FaultyServerOptions& o, uint32_t rounds, uint32_t rto_min_us = 0) {
+// rto_min_us = 0 keeps the client's default floor. The last rank sleeps last_rank_late_ms before each round.
+Outcome run(FaultyServer& server, const FaultyServerOptions& o, uint32_t rounds, uint32_t rto_min_us = 0,
+            uint32_t last_rank_late_ms = 0) {
   std::vector<Outcome> per(o.workers);
   std::vector<std::thread> threads;
   for (uint16_t rank = 0; rank < o.workers; ++rank) {
@@ -68,6 +69,9 @@ Outcome run(FaultyServer& server, const FaultyServerOptions& o, uint32_t rounds,
       ASSERT_EQ(phub_connect(&cfg, &c), PHUB_OK) << phub_last_error();
       for (uint32_t k = 0; k < kKeys.size(); ++k) ASSERT_EQ(phub_register(c, k, kKeys[k], PHUB_FP32), PHUB_OK);
       for (uint32_t r = 0; r < rounds && per[rank].first_error == PHUB_OK; ++r) {
+        if (rank + 1 == o.workers && last_rank_late_ms != 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(last_rank_late_ms));
+        }
         std::vector<std::vector<float>> bufs(kKeys.size());
         std::vector<phub_request*> reqs(kKeys.size(), nullptr);
         for (uint32_t k = 0; k < kKeys.size(); ++k) {
@@ -279,6 +283,30 @@ TEST(ClientSessions, AJoinAfterSilenceMakesANewSessionAndTheRoundsGoOn) {
   EXPECT_GT(out.stats.rejoins, 0u);
   EXPECT_GT(made, uint64_t{o.workers} * o.lcores);
   EXPECT_EQ(out.stats.sessions, made);
+}
+
+TEST(ClientSessions, AnswersUnderTheSessionARejoinReplacedAreStillTaken) {
+  // As the real server: a rejoin's session is pending until the rank's first packet under it, and the server
+  // goes on answering under the old one meanwhile. The last rank comes 80 ms late to every round: the others
+  // hear nothing for two timeouts and join again, and its push often completes the round before their first
+  // packet under the new session (results under the old one). The client opens those under the session it
+  // replaced; without that each was a bad_tag, lost, and asked for again one timeout later (seen in the
+  // hier test: up to 483 per rank on a loaded box, and operations past their deadline).
+  FaultyServerOptions o = session_job(true);
+  o.switch_on_first_packet = true;
+  Outcome out;
+  uint64_t pending_answers = 0;
+  {
+    FaultyServer server(o);
+    out = run(server, o, 12, 0, 80);
+    pending_answers = server.sealed_while_pending();
+  }
+  EXPECT_EQ(out.first_error, PHUB_OK) << out.message;
+  EXPECT_EQ(out.bad_elems, 0u);
+  EXPECT_GT(out.stats.rejoins, 0u);
+  EXPECT_GT(pending_answers, 0u);  // the case arose
+  EXPECT_EQ(out.stats.bad_tag, 0u);
+  EXPECT_EQ(out.stats.replayed, 0u);
 }
 
 }  // namespace

@@ -122,6 +122,7 @@ class Client {
     proto::ReplayWindow rx;              // numbers of the lcore's packets taken
     uint64_t next_tx_seq = 1;            // the next packet's number: every packet sent takes a new one
     bool payload_mac = false;            // packets with elements carry a payload MAC, both ways
+    bool heard = false;                  // a packet of the lcore opened under it (the server took it up)
   };
   // This client's membership of the job on one server lcore (an owner of the chunk map): which epoch its
   // packets there carry, and the join handshake that got it (join.cpp).
@@ -149,6 +150,13 @@ class Client {
     proto::SessionNonce join_nonce{};
     std::array<std::byte, proto::kJoinPayloadBytes> join_payload{};
     Session session;
+    // Sessions a later join's answer replaced (establish_session). The server goes on answering under the
+    // rank's session until this client's first packet under the newest one it offered reaches it
+    // (docs/protocol.md, "Sessions"): that is the last session heard from, or a later one sent under. What
+    // it sealed meanwhile still opens here, each under its own replay window (a session is kept in one slot
+    // only). Nothing is sent under them.
+    Session replaced;    // the newest replaced session sent under since the last one heard from
+    Session last_heard;  // the newest replaced session that something was heard under
   };
   struct Op {
     OpKind kind = OpKind::allreduce;
