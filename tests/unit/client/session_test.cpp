@@ -46,8 +46,8 @@ void add(phub_stats& to, const phub_stats& s) {
 
 // A retransmit timeout floor for the tests that count every session and every refused packet exactly: with
 // the harness's 5 ms floor, a rank thread starved for two timeouts on a loaded box (ASan, suites in parallel)
-// makes its peer rejoin, and the new session's peers rightly refuse the old one's packets as bad_tag. None of
-// these tests loses a packet, so the floor costs them no time.
+// makes its peer rejoin: a session more than counted, and the faulty server (which switches at once) refuses
+// the old one's packets still in flight. None of these tests loses a packet, so the floor costs them no time.
 constexpr uint32_t kSteadyRtoUs = 250'000;
 
 // `rounds` allreduces of every key on each rank (a thread per rank); a rank stops at its first failed wait.
