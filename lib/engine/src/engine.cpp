@@ -25,6 +25,15 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
+// How a job's packets are protected, as its start-up line says it (docs/security.md): an operator reading the
+// log sees at once a job that runs with insecure = true.
+std::string protection(const config::Job& c) {
+  if (c.secret.empty()) return ", unauthenticated (insecure = true)";
+  if (!c.sessions) return ", authenticated, no sessions (insecure = true: recorded packets replay)";
+  return std::string(", authenticated, sessions") + (c.payload_mac ? " with payload MACs" : "") +
+         (c.insecure ? " (insecure = true)" : "");
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Config& cfg) {
@@ -168,7 +177,7 @@ std::vector<std::string> Engine::startup_lines() const {
                   std::to_string(plan->layout.chunk_count()) + " chunks, " +
                   std::to_string(plan->math.segment_elems) + " elems/packet, udp " + std::to_string(c.port_base) +
                   ".." + std::to_string(c.port_base + plan->lcores - 1) + ", memory " + plan->memory.describe() +
-                  (plan->authenticated ? ", authenticated" : ""));
+                  protection(c));
   }
   for (const auto& l : lcores_) out.push_back(l->describe(s));
   for (const auto& l : restore_lines_) out.push_back(l);
