@@ -210,7 +210,8 @@ def run_case(build, check, label, racks, per_rack, mode="allreduce", dtype="fp32
                 rerun = (lambda: start_workers(tb, demo, paths, hubs, ranks, RECOVERY_ROUNDS, 60))
                 procs = dead_hub_checks(check, label, net, hubs, ranks, procs, kill_hub, restart, rerun, mx)
             else:
-                ok, detail = livenet.workers_ok(livenet.finish_workers(procs, 100))
+                results = livenet.finish_workers(procs, 100)
+                ok, detail = livenet.workers_ok(results)
                 c1 = tb.core_counters()
                 into_core = sum(c1["r%d" % r]["rx_bytes"] - c0["r%d" % r]["rx_bytes"] for r in ranks)
                 views = hub_views(net, ranks, "H")
@@ -222,6 +223,10 @@ def run_case(build, check, label, racks, per_rack, mode="allreduce", dtype="fp32
                 jobs = {r: counters[r].get("job H", {}) for r in ranks}
                 drops = {r: counters[r].get("drops", {}) for r in ranks}
                 print("workers: %s" % detail, flush=True)
+                # Results the client refused (a session's answers it could not open) and its joins after silence.
+                print("workers: bad_tag by rank %s, rejoins by rank %s" % (
+                    [int(s.get("bad_tag", 0)) for _, s, _ in results], [int(s.get("rejoins", 0)) for _, s, _ in results]),
+                      flush=True)
                 if not ok:  # what each hub saw of its peers when the ranks ended
                     for r, v in views.items():
                         print("hub %d: phub-ctl job H: %s" % (r, v[1]), flush=True)
@@ -367,26 +372,42 @@ def dead_hub_checks(check, label, net, hubs, ranks, procs, kill_hub, restart, re
     return again
 
 
+# The matrix: (label, racks, workers per rack, run_case's keywords).
+CASES = [
+    ("2x2 allreduce fp32", 2, 2, dict(rounds=40, first=True)),
+    ("2x2 allreduce bf16", 2, 2, dict(dtype="bf16")),
+    ("2x2 ps momentum fp32", 2, 2, dict(mode="ps", optimizer=MOMENTUM)),
+    ("2x2 ps adam bf16", 2, 2, dict(mode="ps", dtype="bf16", optimizer=ADAM)),
+    ("3x3 allreduce fp32 deterministic", 3, 3, dict(deterministic=True)),
+    ("3x3 allreduce bf16", 3, 3, dict(dtype="bf16")),
+    ("3x3 ps momentum fp32", 3, 3, dict(mode="ps", optimizer=MOMENTUM)),
+    ("3x3 ps adam fp32 deterministic", 3, 3, dict(mode="ps", optimizer=ADAM, deterministic=True)),
+    ("2x2 allreduce fp32, 1 % core loss", 2, 2, dict(loss_pct=1)),
+    ("3x3 ps adam fp32, 1 % core loss", 3, 3, dict(mode="ps", optimizer=ADAM, loss_pct=1)),
+    ("2x2 allreduce fp32, rack 2's hub killed", 2, 2, dict(kill_hub=2)),
+]
+
+
 def main():
+    """Every case once; or, to measure one case's rate of failure, PHUB_HIER_ONLY=LABEL (exact) and
+    PHUB_HIER_REPEAT=N run only that case N times (docs/hierarchy.md gives the command)."""
+    only = os.environ.get("PHUB_HIER_ONLY")
+    repeat = int(os.environ.get("PHUB_HIER_REPEAT", "1"))
     build, check, ready = hierbed.begin()
     if not ready:
         return check.summary()
     demo = os.path.join(build, "tools", "phub-demo", "phub-demo-worker")
     if not check("phub-demo-worker is built (%s)" % demo, os.access(demo, os.X_OK)):
         return check.summary()
-    run_case(build, check, "2x2 allreduce fp32", 2, 2, rounds=40, first=True)
-    run_case(build, check, "2x2 allreduce bf16", 2, 2, dtype="bf16")
-    run_case(build, check, "2x2 ps momentum fp32", 2, 2, mode="ps", optimizer=MOMENTUM)
-    run_case(build, check, "2x2 ps adam bf16", 2, 2, mode="ps", dtype="bf16", optimizer=ADAM)
-    run_case(build, check, "3x3 allreduce fp32 deterministic", 3, 3, deterministic=True)
-    run_case(build, check, "3x3 allreduce bf16", 3, 3, dtype="bf16")
-    run_case(build, check, "3x3 ps momentum fp32", 3, 3, mode="ps", optimizer=MOMENTUM)
-    run_case(build, check, "3x3 ps adam fp32 deterministic", 3, 3, mode="ps", optimizer=ADAM, deterministic=True)
-    run_case(build, check, "2x2 allreduce fp32, 1 % core loss", 2, 2, loss_pct=1)
-    run_case(build, check, "3x3 ps adam fp32, 1 % core loss", 3, 3, mode="ps", optimizer=ADAM, loss_pct=1)
+    chosen = [c for c in CASES if only is None or c[0] == only]
+    if not check("PHUB_HIER_ONLY names a case (%s)" % only, chosen):
+        return check.summary()
     mx = Matrix(check)
-    run_case(build, check, "2x2 allreduce fp32, rack 2's hub killed", 2, 2, kill_hub=2, mx=mx)
-    print("\n".join(mx.lines), flush=True)
+    for i in range(repeat):
+        for label, racks, per_rack, kw in chosen:
+            run_case(build, check, label + (" #%d" % (i + 1) if repeat > 1 else ""), racks, per_rack, mx=mx, **kw)
+    if mx.lines:
+        print("\n".join(mx.lines), flush=True)
     return check.summary()
 
 
