@@ -230,6 +230,10 @@ Expected<std::unique_ptr<ProbeTransport>, std::string> make_dpdk_transport(const
   // The EAL pins the calling thread to its main lcore; the agent's threads keep the CPUs they had.
   auto eal = drivers::Eal::start("phub-probe", split_eal_args(o.eal_args), /*keep_thread_affinity=*/true);
   if (!eal) return unexpected(eal.error());
+  // At real-time priority the poller's naps must give the CPU away: the agents of a test share two CPUs.
+  if (auto refusal = realtime_polling_refusal(eal->realtime(), o.idle_sleep_us, "--idle-sleep-us"); !refusal.empty()) {
+    return unexpected(refusal);
+  }
   auto pool = drivers::Mempool::create("phub_probe_rx", kPoolMbufs, RTE_MBUF_DEFAULT_BUF_SIZE,
                                        static_cast<int>(rte_socket_id()), 32);
   if (!pool) return unexpected(pool.error());

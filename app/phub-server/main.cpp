@@ -115,7 +115,11 @@ int main(int argc, char** argv) {
     if (!socket) return fail("control.socket_path: " + socket.error());
     say("control socket: " + (*socket)->path());
 
-    if (auto started = (*engine)->start(); !started) {
+    if (eal_owner->realtime()) {
+      say("real-time: " + phub::describe(*eal_owner->realtime()) +
+          " (inherited) for the control thread and every lcore; the EAL's own threads run SCHED_OTHER");
+    }
+    if (auto started = (*engine)->start(eal_owner->realtime()); !started) {
       rc = fail(started.error());
     } else {
       say("ready");

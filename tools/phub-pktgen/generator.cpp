@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "phub/base/ipv4.hpp"
+#include "phub/drivers/eal.hpp"
 
 namespace phub::pktgen {
 namespace {
@@ -92,6 +93,12 @@ Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenCon
     r.full_pool = g->full_pool_.get();
     r.zero_copy = g->zero_copy_;
     r.idle_sleep_us = cfg.port.idle_sleep_us;
+    if (auto refusal = realtime_polling_refusal(cfg.realtime, r.idle_sleep_us, "--idle-sleep-us",
+                                                drivers::lcore_has_cpus_of_its_own(r.lcore_id));
+        !refusal.empty()) {
+      return unexpected("lcore " + std::to_string(r.lcore_id) + ": " + refusal);
+    }
+    r.realtime = cfg.realtime;
     r.frame_cache_bytes = cfg.port.frame_cache_mb * (uint64_t{1} << 20) / used;
     r.recycle_depth = cfg.port.recycle_depth;
     g->lcores_.push_back(std::make_unique<GenLcore>(std::move(r)));
@@ -188,7 +195,7 @@ bool Generator::rounds_done() const {
 void Generator::shutdown() {
   if (!launched_) return;
   post_all(Cmd::exit, RunSettings{});
-  for (auto& l : lcores_) (void)rte_eal_wait_lcore(l->resources().lcore_id);
+  for (auto& l : lcores_) (void)drivers::wait_lcore(l->resources().lcore_id);
   launched_ = false;
 }
 

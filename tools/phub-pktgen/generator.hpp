@@ -22,6 +22,7 @@ struct GenConfig {
   PortSettings port;
   Target target;
   uint32_t worker_ip = 0;           // first worker address; 0: derived from the job's allowed sources or the server
+  std::optional<RealtimePolicy> realtime;  // inherited by the process (drivers::Eal::realtime): the lcores run under it
 };
 
 class Generator {

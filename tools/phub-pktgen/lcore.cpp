@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -148,6 +149,11 @@ void prefetch_frame(const rte_mbuf* m) noexcept {
 }  // namespace
 
 int GenLcore::run() noexcept {
+  if (r_.realtime) {
+    if (auto set = set_policy_of_this_thread(r_.realtime); !set) {
+      std::fprintf(stderr, "pktgen: lcore %u stays under SCHED_OTHER: %s\n", r_.lcore_id, set.error().c_str());
+    }
+  }
   constexpr uint16_t kBurst = 32;
   rte_mbuf* pkts[kBurst];
   uint32_t idle = 0;

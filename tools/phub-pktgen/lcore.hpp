@@ -10,8 +10,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "phub/base/realtime.hpp"
 #include "phub/drivers/eth_port.hpp"
 #include "phub/gen/counters.hpp"
 #include "phub/gen/partition.hpp"
@@ -55,6 +57,7 @@ struct LcoreResources {
   rte_mempool* full_pool = nullptr;     // whole frames (copy mode, faults, ARP)
   bool zero_copy = true;
   uint32_t idle_sleep_us = 0;
+  std::optional<RealtimePolicy> realtime;  // the policy the lcore runs under (the process's, inherited)
   uint64_t frame_cache_bytes = 0;       // budget for pre-built frames of jobs whose rounds wrap (0: none)
   uint32_t recycle_depth = 0;           // recycled frames per (payload pattern, rank) of a job (0: none)
 };

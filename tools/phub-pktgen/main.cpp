@@ -113,8 +113,9 @@ int offline(const Options& o, const Target& t) {
   return rec->number("mismatches") != 0 ? 2 : 0;
 }
 
-int online(const Options& o, const Target& t) {
+int online(const Options& o, const Target& t, const std::optional<phub::RealtimePolicy>& realtime) {
   GenConfig gc;
+  gc.realtime = realtime;
   gc.port = o.port;
   gc.target = t;
   if (!o.worker_ip.empty()) {
@@ -191,5 +192,5 @@ int main(int argc, char** argv) {
   if (!eal) return fail(eal.error());
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  return online(*opts, *target);  // the generator's ports and pools are closed before the EAL is cleaned up
+  return online(*opts, *target, eal->realtime());  // the generator's ports and pools are closed before the EAL is cleaned up
 }

@@ -13,6 +13,7 @@
 
 #include "admission.hpp"
 #include "phub/base/ipv4.hpp"
+#include "phub/drivers/eal.hpp"
 
 namespace phub::engine {
 namespace {
@@ -129,8 +130,17 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
   return {};
 }
 
-Expected<void, std::string> Engine::start() {
+Expected<void, std::string> Engine::start(const std::optional<RealtimePolicy>& realtime) {
   if (running_) return {};
+  const auto& polling = snapshot().config->polling;
+  for (auto& l : lcores_) {
+    const unsigned id = l->resources().lcore_id;
+    const std::string refusal =
+        realtime_polling_refusal(realtime, polling.idle_polls_before_sleep == 0 ? 0 : polling.idle_sleep_us,
+                                 "polling.idle_sleep_us", drivers::lcore_has_cpus_of_its_own(id));
+    if (!refusal.empty()) return unexpected("lcore " + std::to_string(id) + ": " + refusal);
+    l->set_realtime(realtime);
+  }
   stop_.store(false);
   for (auto& l : lcores_) {
     const unsigned id = l->resources().lcore_id;
@@ -145,7 +155,7 @@ Expected<void, std::string> Engine::start() {
 
 void Engine::stop() {
   stop_.store(true);
-  for (auto& l : lcores_) (void)rte_eal_wait_lcore(l->resources().lcore_id);
+  for (auto& l : lcores_) (void)drivers::wait_lcore(l->resources().lcore_id);
   running_ = false;
 }
 

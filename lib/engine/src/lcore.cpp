@@ -39,6 +39,11 @@ std::string Lcore::describe(const Snapshot& s) const {
 int Lcore::run() noexcept {
   Rx rx;
   hz_ = rte_get_tsc_hz();
+  if (realtime_) {
+    if (auto set = set_policy_of_this_thread(realtime_); !set) {
+      std::fprintf(stderr, "phub: lcore %u stays under SCHED_OTHER: %s\n", r_.lcore_id, set.error().c_str());
+    }
+  }
   // Idle sleeps are short (tens of microseconds): without this the kernel's default 50 us timer slack
   // would double them and delay the first packet after a pause.
   if (r_.idle_polls_before_sleep != 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);

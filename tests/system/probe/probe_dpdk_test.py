@@ -11,7 +11,7 @@ Checks (each can fail): every pair is measured with little loss; a DPDK agent's 
 DPDK address; the DPDK agent answers ping and ARP; on the direct link the DPDK path's minimum RTT is not
 larger than the kernel path's; on the delayed link both paths' minimum RTT lies between 2D (the physical
 floor, which a wrong TSC rate would break) and 2 x 2D; the DPDK agents' counters show the probes went
-through their ports. Prints every figure. Exits 77 (skipped) without root.
+through their ports; an agent under chrt that would busy-poll is refused. Prints every figure. Exits 77 (skipped) without root.
 """
 import json
 import os
@@ -36,6 +36,7 @@ SAMPLES = 400
 ROUNDS = 2  # direct-link runs are interleaved and repeated; the minimum over rounds is kept
 AGENT_RT_PRIORITY = 10
 DELAYLINE_RT_PRIORITY = 20  # the delay line stands in for the wire: it must not wait behind anything
+AGENT_CPU = {"a": 0, "b": 1}  # the DPDK agents' CPU per host (the machine has at least two)
 LINKS = {"direct": ("dir0", "198.18.77"), "delayed": ("dly0", "198.18.78")}
 
 
@@ -52,12 +53,17 @@ def agent_argv(probe, link, host, dpdk):
     """The agent of `host` ("a"/"b") on `link`; a DPDK agent probes on its own address .101/.102.
     Every agent runs SCHED_FIFO (chrt): on this shared 2-CPU machine that stands in for the dedicated cores of
     a DPDK VM, for both paths alike. It cannot starve the machine: the kernel agent blocks, and the DPDK
-    agent naps between the frames it expects."""
+    agent naps between the frames it expects (at least phub's real-time floor) and starts its EAL under
+    SCHED_OTHER. Host A's DPDK agents run on CPU 0 and host B's on CPU 1 (docs/probe.md, "Real-time
+    priority"), so the two ends of a probe never wait for each other's CPU; the agents that share a CPU are
+    never probed at the same time (one pair per run)."""
     iface, net = LINKS[link]
     argv = ["chrt", "-f", str(AGENT_RT_PRIORITY), probe, "agent", "--listen", control_endpoint(link, host, dpdk)]
     if not dpdk:
         return argv
-    eal = "--no-huge --no-pci -m 128 -l 0 --no-telemetry --log-level=*:warning --file-prefix %s" % dpdk_prefix(link, host)
+    cpu = AGENT_CPU[host]
+    eal = "--no-huge --no-pci -m 128 -l %d --no-telemetry --log-level=*:warning --file-prefix %s" % (cpu, dpdk_prefix(link, host))
+    argv = ["taskset", "-c", str(cpu)] + argv
     return argv + ["--dpdk", eal, "--port", "net_af_packet0,iface=%s" % iface,
                    "--ipv4", "%s.%d/24" % (net, 100 + {"a": 1, "b": 2}[host])]
 
@@ -209,6 +215,13 @@ def main():
         build_topology()
         delayline = subprocess.Popen(["ip", "netns", "exec", NS_DL, "chrt", "-f", str(DELAYLINE_RT_PRIORITY), delayline_exe, "--a", "dla", "--b", "dlb",
                                       "--delay-us", str(DELAY_US)], stderr=subprocess.DEVNULL)
+        # Under chrt a poller that would not give its CPU away is refused at start (docs/probe.md).
+        argv = agent_argv(probe, "direct", "a", True) + ["--idle-sleep-us", "0"]
+        r = subprocess.run(["ip", "netns", "exec", NS_A] + argv, capture_output=True, text=True, timeout=60)
+        print("busy-polling agent under chrt: exit %d: %s" % (r.returncode, r.stderr.strip()[-300:]))
+        if r.returncode == 0 or "--idle-sleep-us = 0 busy-polls" not in r.stderr:
+            failures.append("a busy-polling DPDK agent under chrt was not refused: %r" % r.stderr[-500:])
+        shutil.rmtree("/var/run/dpdk/" + dpdk_prefix("direct", "a"), ignore_errors=True)
         for link in LINKS:
             for host, ns in (("a", NS_A), ("b", NS_B)):
                 for dpdk in (False, True):

@@ -19,19 +19,21 @@ def eal(prefix, lcores=1, cpu=0):
 ARP_UNANSWERED = 75
 
 
-def run(exe, *, prefix, port, args, lcores=1, cpu=0, timeout=120, cleanup=None, before_exit=None, zero_copy=False):
+def run(exe, *, prefix, port, args, lcores=1, cpu=0, timeout=120, cleanup=None, before_exit=None, zero_copy=False,
+        wrap=()):
     """Run phub-pktgen to completion; returns (status, summary dict or None, stderr).
     With `before_exit`, the generator keeps its port open after the run (--linger) until before_exit()
     has returned (e.g. the server was stopped): a memif peer leaving under a polling server can crash it.
     zero_copy: `port` is a memif client; it shares the generator's own mbuf memory with the peer instead of
     copying every frame in and out of the link's buffers (net_memif zero-copy=yes, which needs the EAL's
-    memory in one file). Only the generator's side changes: the peer's (the measured side's) work is the same."""
+    memory in one file). Only the generator's side changes: the peer's (the measured side's) work is the same.
+    `wrap` goes before the command (e.g. chrt -f 10)."""
     fd, path = tempfile.mkstemp(prefix="phub-pktgen-", suffix=".json")
     os.close(fd)
     try:
         if zero_copy:
             port += ",zero-copy=yes"
-        argv = ([exe] + eal(prefix, lcores, cpu) + (["--single-file-segments"] if zero_copy else [])
+        argv = (list(wrap) + [exe] + eal(prefix, lcores, cpu) + (["--single-file-segments"] if zero_copy else [])
                 + ["--", "--port", port, "--json-file", path] + list(args))
         if before_exit is None:
             status, _, err = procs.run(argv, timeout)

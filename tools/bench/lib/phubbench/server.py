@@ -57,9 +57,10 @@ def job(id, name, workers, elems, dtype="fp32", mode="allreduce", port_base=None
     return j
 
 
-def start(exe, cfg, prefix, cleanup, ready_timeout=60, duration=None):
-    """Start phub-server on `cfg` and wait for `phub: ready`. Raises RuntimeError with its output if not."""
-    argv = [exe, "--config", cfg] + (["--duration", str(duration)] if duration else [])
+def start(exe, cfg, prefix, cleanup, ready_timeout=60, duration=None, wrap=()):
+    """Start phub-server on `cfg` and wait for `phub: ready`. Raises RuntimeError with its output if not.
+    `wrap` goes before the command (e.g. chrt -f 10)."""
+    argv = list(wrap) + [exe, "--config", cfg] + (["--duration", str(duration)] if duration else [])
     p = cleanup.add(procs.Proc(argv, "phub-server"), prefix)
     if not p.wait_for("phub: ready", ready_timeout):
         p.stop(5)

@@ -3,6 +3,7 @@ tools/test/summarize.py counts, and a server + generator pair over net_memif."""
 import argparse
 import collections
 import os
+import signal
 import sys
 import tempfile
 
@@ -33,7 +34,10 @@ class Checks:
 
 
 def main(title, body):
-    """Parse --server/--pktgen, run body(args, checks), print the summary line; returns the exit status."""
+    """Parse --server/--pktgen, run body(args, checks), print the summary line; returns the exit status.
+    SIGTERM (meson's timeout) ends the test through SystemExit, so that every procs.Cleanup stops what it
+    started: the servers and generators run in sessions of their own, which the signal does not reach."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("FAIL: stopped by signal %d" % signum))
     a = args()
     t = Checks(title)
     body(a, t)
@@ -56,8 +60,11 @@ def args():
 class Pair:
     """phub-server and phub-pktgen joined by one net_memif link in a private temporary directory."""
 
-    def __init__(self, a, name, lcores=1, gen_lcores=1, mtu=1500):
+    def __init__(self, a, name, lcores=1, gen_lcores=1, mtu=1500, wrap=(), gen_nap_us=10):
+        """`wrap` goes before both commands (e.g. chrt -f 10); the generator naps `gen_nap_us` after its idle
+        polls unless a run is `busy`."""
         self.a, self.name, self.lcores, self.gen_lcores, self.mtu = a, name, lcores, gen_lcores, mtu
+        self.wrap, self.gen_nap_us = tuple(wrap), gen_nap_us
         self.dir = tempfile.mkdtemp(prefix="phub-%s-" % name)
         self.sock = os.path.join(self.dir, "memif.sock")
         self.cfg = os.path.join(self.dir, "server.lua")
@@ -80,8 +87,8 @@ class Pair:
 
     def _run_once(self, gen_args, timeout, busy):
         with procs.Cleanup() as c:
-            srv = server.start(self.a.server, self.cfg, "phubs-" + self.tag, c)
-            extra = [] if busy else ["--idle-sleep-us", "10"]
+            srv = server.start(self.a.server, self.cfg, "phubs-" + self.tag, c, wrap=self.wrap)
+            extra = [] if busy else ["--idle-sleep-us", str(self.gen_nap_us)]
             stopped = {}
 
             def stop_server():  # before the generator leaves the memif link (see pktgen.run)
@@ -90,7 +97,7 @@ class Pair:
             status, summary, err = pktgen.run(
                 self.a.pktgen, prefix="phubg-" + self.tag, port=server.memif_device(self.sock, "client"),
                 args=["--server-config", self.cfg, "--progress-ms", "2000"] + extra + list(gen_args), lcores=self.gen_lcores,
-                timeout=timeout, cleanup=c, before_exit=stop_server)
+                timeout=timeout, cleanup=c, before_exit=stop_server, wrap=self.wrap)
             sstatus, counters = stopped["status"], stopped["counters"]
             output = srv.stdout() + srv.stderr()
         if status != 0:

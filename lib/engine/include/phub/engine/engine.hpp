@@ -149,7 +149,10 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  [[nodiscard]] Expected<void, std::string> start();
+  // Launches the lcores. With `realtime` (the policy the process inherited, drivers::Eal::realtime) each lcore
+  // runs under it, and a polling back-off that would spin there is refused first, naming the lcore
+  // (phub/base/realtime.hpp): a busy-polling lcore needs CPUs that no other lcore, the main one included, has.
+  [[nodiscard]] Expected<void, std::string> start(const std::optional<RealtimePolicy>& realtime = std::nullopt);
   void stop();
 
   // Live change (control thread; the lcores keep running). Diffs `next` against the running config,

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "phub/drivers/eth_port.hpp"
@@ -17,6 +18,7 @@
 #include "phub/engine/requests.hpp"
 #include "phub/engine/snapshot.hpp"
 #include "phub/engine/tx_buffer.hpp"
+#include "phub/base/realtime.hpp"
 #include "phub/proto/frame.hpp"
 #include "phub/proto/handshake.hpp"
 
@@ -47,8 +49,10 @@ class Lcore {
   Lcore(const Lcore&) = delete;  // the transmit buffers point at tx_pool_lent_
   Lcore& operator=(const Lcore&) = delete;
 
-  // The main loop; returns when *stop becomes true.
+  // The main loop; returns when *stop becomes true. It runs under `realtime` when set (Engine::start checked
+  // that its polling gives the CPU away there).
   int run() noexcept;
+  void set_realtime(const std::optional<RealtimePolicy>& realtime) { realtime_ = realtime; }
 
   // The control thread serves the lcore's requests itself while the lcore does not run (before start(),
   // after stop()).
@@ -258,6 +262,7 @@ class Lcore {
   uint64_t last_quiescent_ = 0;
   std::array<uint64_t, kGapBoundsUs.size()> gap_bounds_tsc_{};  // kGapBoundsUs in TSC cycles
   uint32_t idle_polls_ = 0;
+  std::optional<RealtimePolicy> realtime_;
   std::vector<TxBuffer> tx_;  // per port
   uint64_t tx_pool_lent_ = 0;  // slots of the transmit buffers' pool that jobs borrowed (tenant_shares.hpp)
   struct AnswerBucket {
