@@ -67,7 +67,11 @@ namespace phub::engine {
   X(bad_mac, "sessions job: a session packet whose tag is right but whose payload MAC is not")               \
   X(mac_missing, "payload_mac job: a push, init (or result) session packet without its payload MAC")        \
   X(session_replaced, "sessions job: a packet of a rank's former session (a later join replaced it)")       \
-  X(no_session, "sessions job: an answer not sent, the rank has no established session (or a packet opened under none)")
+  X(no_session, "sessions job: an answer not sent, the rank has no established session (or a packet opened under none)") \
+  X(hparams_unknown, "ps push whose round starts with a hyperparameter set this lcore does not hold (answered: register it)") \
+  X(hparams_mismatch, "ps push naming another hyperparameter set than the round's other ranks (answered)")  \
+  X(hparams_refused, "ps hyperparameter set malformed, under another id, or not for the job's optimizer (answered)") \
+  X(nonfinite_refused, "a push with NaN or Inf its rank did not declare, under nonfinite = refuse (answered)")
 
 enum class Drop : uint8_t {
 #define PHUB_X(name, help) name,
@@ -143,6 +147,12 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(weights_requested, "hierarchical ps: header-only fwd_init requests for a chunk's weights sent to its home") \
   X(weights_sent, "hierarchical ps home: fwd_result segments answering a forwarded init or a weights request") \
   X(weights_received, "hierarchical ps: weight segments from home hubs stored here before the first round")  \
+  X(hparams_registered, "ps: hyperparameter sets registered (hparams messages taken, repeats included)")       \
+  X(nonfinite_declared, "ps: pushes whose rank declared its step non-finite")                                  \
+  X(rounds_skipped, "ps: chunk rounds that updated nothing: a rank declared them non-finite")                 \
+  X(nonfinite_passed, "pushes with undeclared NaN or Inf taken (nonfinite = pass): summed, or in ps a skipped round") \
+  X(nonfinite_sums, "allreduce: result segments holding NaN or Inf (sent as they are)")                        \
+  X(state_inits, "ps: optimizer state pieces set by init (PSOptimizer.load_state_dict)")                      \
   X(round_latency_sum_ns, "sum of the completed rounds' latencies, first push to last result")
 
 // Round latency histogram: a round's time from its first contribution to its completion. Upper bounds in
