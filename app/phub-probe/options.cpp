@@ -115,10 +115,7 @@ std::unique_ptr<CLI::App> make(ProbeCommand& c) {
 
 }  // namespace
 
-std::string usage() {
-  ProbeCommand c;
-  return make(c)->help();
-}
+std::string usage() { return cli::help_text<ProbeCommand>(make); }
 
 Expected<ProbeCommand, std::string> parse_command(int argc, char** argv) {
   ProbeCommand c;

@@ -12,7 +12,7 @@ std::unique_ptr<CLI::App> make(Options& o) {
       "usage: phub-server [--config FILE] [--check] [--print-config] [--print-boot-info] [--eal \"EAL ARGS\"]\n"
       "                   [--duration SECONDS] [--stats-interval MS] [-- EXTRA EAL ARGS]\n",
       "The phub parameter-server appliance: sums the gradient chunks that workers push, over DPDK ports.",
-      "  -- ARGS              append ARGS to the EAL arguments\n"
+      "  -- ARGS                append ARGS to the EAL arguments\n"
       "signals: SIGTERM/SIGINT stop cleanly, SIGUSR1 prints every counter\n");
   app->add_option("-c,--config", o.config_path, "Lua config (default: the embedded config/phub.lua)")
       ->type_name("FILE");
@@ -40,19 +40,12 @@ std::unique_ptr<CLI::App> make(Options& o) {
 
 }  // namespace
 
-std::string usage() {
-  Options o;
-  return make(o)->help();
-}
+std::string usage() { return cli::help_text<Options>(make); }
 
 Expected<Options, std::string> parse_options(int argc, char** argv) {
-  Options o;
-  auto app = make(o);
   cli::Split args = cli::split_at_separator(argc, argv);  // after "--": EAL arguments, as given
-  auto parsed = cli::parse(*app, std::move(args.before));
-  if (!parsed) return unexpected(parsed.error());
-  o.help = parsed->help;
-  o.eal_extra = std::move(args.after);
+  auto o = cli::parse_options<Options>(make, std::move(args.before));
+  if (o) o->eal_extra = std::move(args.after);
   return o;
 }
 

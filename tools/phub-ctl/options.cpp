@@ -33,13 +33,15 @@ std::unique_ptr<CLI::App> make(Options& o) {
   return app;
 }
 
-}  // namespace
-
-std::string usage() {
+Options defaults() {
   Options o;
   o.socket_path = config::Control{}.socket_path;
-  return make(o)->help();
+  return o;
 }
+
+}  // namespace
+
+std::string usage() { return cli::help_text(make, defaults()); }
 
 double default_timeout_s(const std::vector<std::string>& words) {
   if (!words.empty() && words[0] == "reload") return kReloadTimeoutS;
@@ -48,13 +50,7 @@ double default_timeout_s(const std::vector<std::string>& words) {
 }
 
 Expected<Options, std::string> parse_options(int argc, char** argv) {
-  Options o;
-  o.socket_path = config::Control{}.socket_path;
-  auto app = make(o);
-  auto parsed = cli::parse(*app, std::vector<std::string>(argv + 1, argv + argc));
-  if (!parsed) return unexpected(parsed.error());
-  o.help = parsed->help;
-  return o;
+  return cli::parse_options(make, std::vector<std::string>(argv + 1, argv + argc), defaults());
 }
 
 }  // namespace phub::ctl_tool

@@ -150,21 +150,15 @@ std::unique_ptr<CLI::App> make(Options& o) {
 
 }  // namespace
 
-std::string usage() {
-  Options o;
-  return make(o)->help();
-}
+std::string usage() { return cli::help_text<Options>(make); }
 
 Expected<Options, std::string> parse_options(int argc, char** argv) {
-  Options o;
-  auto app = make(o);
   // [EAL args] -- [options]; without "--", every argument is the generator's.
   cli::Split args = cli::split_at_separator(argc, argv);
-  if (args.separated) o.eal_args = std::move(args.before);
-  auto parsed = cli::parse(*app, args.separated ? std::move(args.after) : std::move(args.before));
-  if (!parsed) return unexpected(parsed.error());
-  o.help = parsed->help;
-  if (o.run.loss >= 1 || o.run.dup >= 1) return unexpected(std::string("--loss and --dup are fractions below 1"));
+  auto o = cli::parse_options<Options>(make, args.separated ? std::move(args.after) : std::move(args.before));
+  if (!o) return o;
+  if (args.separated) o->eal_args = std::move(args.before);
+  if (o->run.loss >= 1 || o->run.dup >= 1) return unexpected(std::string("--loss and --dup are fractions below 1"));
   return o;
 }
 

@@ -30,6 +30,20 @@ struct Parsed {
 // argument, e.g. "unknown option '--sock'", "--timeout: 'soon' is not a number in (0, 86400]".
 [[nodiscard]] Expected<Parsed, std::string> parse(CLI::App& app, std::vector<std::string> args);
 
+// A tool's options: `make(o)` builds the application over `o`, whose `help` flag the parse sets.
+template <class Options, class Make>
+[[nodiscard]] Expected<Options, std::string> parse_options(Make make, std::vector<std::string> args, Options o = {}) {
+  const auto app = make(o);
+  auto parsed = parse(*app, std::move(args));
+  if (!parsed) return unexpected(parsed.error());
+  o.help = parsed->help;
+  return o;
+}
+template <class Options, class Make>
+[[nodiscard]] std::string help_text(Make make, Options o = {}) {
+  return make(o)->help();
+}
+
 // The arguments before the first "--" and after it (`after` empty and `separated` false when there is none).
 struct Split {
   std::vector<std::string> before, after;
