@@ -3,6 +3,7 @@ import ctypes
 import os
 
 from . import _lib
+from . import launch
 from .errors import PhubError, check
 
 _TORCH_DTYPES = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}
@@ -58,6 +59,15 @@ class Request:
         return self._keep[0] if self._keep else None
 
 
+def _rank_and_workers(env, overrides):
+    """rank and workers for Client.from_env: from the launcher's variables (phub.launch.detect), unless both are
+    among the keyword arguments."""
+    if "rank" in overrides and "workers" in overrides:
+        return {}
+    found = launch.detect(env)
+    return {"rank": found.rank, "workers": found.world_size}
+
+
 def _env(env, name, default=None, cast=str):
     value = env.get(name)
     if value is None or value == "":
@@ -104,14 +114,16 @@ class Client:
 
     @classmethod
     def from_env(cls, env=None, **overrides):
-        """Settings from torchrun-style variables: RANK, WORLD_SIZE and PHUB_SERVER, PHUB_PORT_BASE, PHUB_JOB,
-        PHUB_SECRET, PHUB_LCORES, PHUB_MODE, PHUB_DTYPE, PHUB_REDUCE, PHUB_CHUNK_BYTES, PHUB_MTU, PHUB_TIMEOUT_MS,
-        PHUB_WINDOW, PHUB_DELAY_TARGET_US, PHUB_BIND, PHUB_ROUND_MODULUS, PHUB_RUN_TOKEN. Keyword arguments
-        override them."""
+        """Settings from the environment. Rank and workers: from the launcher's variables, in phub.launch's
+        order (PHUB_RANK/PHUB_WORLD_SIZE, torchrun's RANK/WORLD_SIZE, OpenMPI's OMPI_COMM_WORLD_*, Hydra's
+        PMI_RANK/PMI_SIZE, srun's SLURM_PROCID/SLURM_NTASKS; docs/training.md, "Launchers"). The job: PHUB_SERVER,
+        PHUB_PORT_BASE, PHUB_JOB, PHUB_SECRET, PHUB_LCORES, PHUB_MODE, PHUB_DTYPE, PHUB_REDUCE, PHUB_CHUNK_BYTES,
+        PHUB_MTU, PHUB_TIMEOUT_MS, PHUB_WINDOW, PHUB_DELAY_TARGET_US, PHUB_BIND, PHUB_ROUND_MODULUS,
+        PHUB_RUN_TOKEN. Keyword arguments override them (rank and workers both given: no launcher is read)."""
         env = os.environ if env is None else env
         table = [  # argument, variable, default (None: required), type
             ("servers", "PHUB_SERVER", None, str), ("port_base", "PHUB_PORT_BASE", None, int),
-            ("job", "PHUB_JOB", None, int), ("rank", "RANK", None, int), ("workers", "WORLD_SIZE", None, int),
+            ("job", "PHUB_JOB", None, int),
             ("secret", "PHUB_SECRET", "", str), ("lcores", "PHUB_LCORES", 1, int),
             ("mode", "PHUB_MODE", "allreduce", str), ("dtype", "PHUB_DTYPE", "fp32", str),
             ("reduce", "PHUB_REDUCE", "mean", str), ("chunk_bytes", "PHUB_CHUNK_BYTES", 32768, int),
@@ -120,6 +132,7 @@ class Client:
             ("bind", "PHUB_BIND", "", str),
             ("round_modulus", "PHUB_ROUND_MODULUS", 0, int), ("run_token", "PHUB_RUN_TOKEN", 0, int)]
         settings = {arg: _env(env, var, default, cast) for arg, var, default, cast in table if arg not in overrides}
+        settings.update(_rank_and_workers(env, overrides))
         settings.update(overrides)
         return cls(**settings)
 
