@@ -13,6 +13,13 @@ void drops(JsonWriter& w, const std::array<uint64_t, engine::kDropCount>& d) {
   w.end_object();
 }
 
+// phub messages by opcode name ("other": frames that are not phub messages).
+void messages(JsonWriter& w, std::string_view key, const std::array<uint64_t, engine::kOpcodeSlots>& n) {
+  w.begin_object(key);
+  for (size_t op = 0; op < engine::kOpcodeSlots; ++op) w.value(engine::message_slot_name(op), n[op]);
+  w.end_object();
+}
+
 }  // namespace
 
 std::string report_json(const CounterSample& s) {
@@ -34,6 +41,8 @@ std::string report_json(const CounterSample& s) {
     for (uint64_t n : l.counters.loop_gaps) w.item(n);
     w.end_array();
     drops(w, l.counters.drops);
+    messages(w, "rx_messages", l.counters.rx_messages);
+    messages(w, "tx_messages", l.counters.tx_messages);
     w.end_object();
   }
   w.end_array();
