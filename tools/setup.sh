@@ -30,5 +30,9 @@ fi
 schema="$here/grafana/schema"
 if [[ ! -f $schema/node_modules/.package-lock.json || $schema/package-lock.json -nt $schema/node_modules/.package-lock.json ]]; then
   echo "setup: installing Grafana's schema and TypeScript (npm ci in tools/grafana/schema)"
+  if ! command -v npm >/dev/null; then
+    echo "setup: npm is missing (this machine's nodejs comes without it: apt-get install npm)" >&2
+    exit 1
+  fi
   (cd "$schema" && npm ci --no-audit --no-fund)
 fi

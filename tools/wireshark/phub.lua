@@ -222,19 +222,20 @@ function phub.init() session_jobs = {} end
 local PAYLOADS = {}
 
 PAYLOADS.none = function(r, tree, pinfo, h)
-  if r:len() > 0 then complain(tree, "unexpected", r:len() .. " bytes") end
+  if h.payload_bytes > 0 or r:len() > 0 then complain(tree, "unexpected", math.max(h.payload_bytes, r:len()) .. " bytes") end
 end
 
 PAYLOADS.elements = function(r, tree, pinfo, h)
   local d = DTYPES[h.dtype]
   if d == nil then return end
-  if h.elem_count * d.bytes ~= r:len() then
-    complain(tree, "elems", string.format("%d x %s is %d bytes, the payload %d", h.elem_count, d.name,
-                                                    h.elem_count * d.bytes, r:len()))
+  if h.elem_count * d.bytes ~= h.payload_bytes then
+    complain(tree, "elems", string.format("%d x %s is %d bytes, payload_bytes %d", h.elem_count, d.name,
+                                          h.elem_count * d.bytes, h.payload_bytes))
   end
   if r:len() == 0 then return end
   local t = tree:add(F.elements, r)
-  t:set_text(string.format("Elements: %d x %s (%d bytes, little-endian)", r:len() / d.bytes, d.name, r:len()))
+  t:set_text(string.format("Elements: %d x %s (%d bytes, little-endian)", math.floor(r:len() / d.bytes), d.name,
+                           r:len()))
   if d.name == "fp32" then
     for i = 0, math.min(phub.prefs.elements_shown, math.floor(r:len() / 4)) - 1 do
       t:add_le(F.element, r:range(i * 4, 4))
@@ -355,7 +356,7 @@ local function add_crc_and_aux(tvb, tree, h, op, payload)
     crc_item:add(F.cookie, crc_r)
   elseif bit32.band(h.flags, FLAG_CRC) ~= 0 then
     crc_item:add(F.payload_crc, crc_r)
-    if phub.prefs.verify_crc then
+    if phub.prefs.verify_crc and not h.truncated then  -- a payload cut by the capture cannot be checked
       local ok = crc32c(payload) == crc_r:uint()
       local item = crc_item:add(F.crc_ok, ok):set_generated()
       if not ok then complain(item, "crc", string.format("computed 0x%08x", crc32c(payload))) end
@@ -398,6 +399,11 @@ end
 local function dissect(tvb, pinfo, root)
   pinfo.cols.protocol = "phub"
   local tree = root:add(phub, tvb(), "phub")
+  if tvb:len() < HEADER_BYTES and tvb:reported_len() >= HEADER_BYTES then
+    tree:add(tvb(), "Header cut short by the capture (snaplen)")
+    pinfo.cols.info = "phub: header cut short by the capture"
+    return tvb:len()
+  end
   if tvb:len() < HEADER_BYTES then
     complain(tree, "short", string.format("%d bytes", tvb:len()))
     pinfo.cols.info = "phub: malformed (" .. tvb:len() .. " bytes, shorter than the header)"
@@ -446,7 +452,8 @@ local function dissect(tvb, pinfo, root)
   tree:add(F.job_id, tvb:range(8, 4))
   noted(tree:add(F.rank, tvb:range(12, 2)), "rank")
   local pb = tree:add(F.payload_bytes, tvb:range(14, 2))
-  local real = tvb:len() - HEADER_BYTES
+  local real = tvb:reported_len() - HEADER_BYTES  -- the datagram's; a capture may hold less of it (snaplen)
+  local captured = tvb:len() - HEADER_BYTES
   if h.payload_bytes ~= real then
     complain(pb, "length", string.format("payload_bytes %d, the datagram carries %d", h.payload_bytes, real))
   end
@@ -455,7 +462,8 @@ local function dissect(tvb, pinfo, root)
   noted(tree:add(F.elem_offset, tvb:range(24, 4)), "elem_offset")
   tree:add(F.elem_count, tvb:range(28, 2))
   noted(tree:add(F.epoch, tvb:range(30, 2)), "epoch")
-  local payload = tvb:range(HEADER_BYTES, real)  -- a zero-length range is fine
+  local payload = tvb:range(HEADER_BYTES, captured)  -- a zero-length range is fine
+  h.truncated = captured < real
   add_crc_and_aux(tvb, tree, h, op, payload)
   tree:add(F.auth_tag, tvb:range(40, 8))
   tree:add(F.seq, tvb:range(48, 4))
@@ -469,7 +477,9 @@ local function dissect(tvb, pinfo, root)
     tree:add(F.session_from, session_from):set_generated()
   end
 
-  if op ~= nil then
+  if h.truncated then
+    tree:add(payload, string.format("Payload cut short by the capture (%d of %d bytes): not decoded", captured, real))
+  elseif op ~= nil then
     PAYLOADS[op.payload](payload, tree, pinfo, h)
   elseif real > 0 then
     tree:add(payload, string.format("Payload of an unknown opcode (%d bytes)", real))

@@ -132,6 +132,7 @@ def malformed():
         ("reserved nonzero", header("push", pay, reserved=1), "phub.malformed.reserved"),
         ("payload_bytes larger than the datagram", header("push", pay, payload_bytes=64), "phub.malformed.payload_length"),
         ("elem_count disagrees", header("push", pay, count=9), "phub.malformed.elem_count"),
+        ("bf16 payload of an odd length", header("push", pay[:15], dtype=2, count=7), "phub.malformed.elem_count"),
         ("payload on a rerequest", header("rerequest", b"\0" * 8), "phub.malformed.unexpected_payload"),
         ("wrong CRC32C", header("push", pay, flags=CRC, crc=0xdeadbeef), "phub.malformed.crc"),
         ("crc flag on a forward", header("fwd_partial", pay, flags=CRC, crc=crc32c(pay)), "phub.malformed.forward"),
@@ -144,9 +145,10 @@ def malformed():
     ]
 
 
-def write_pcap(path, frames):
-    """A classic microsecond pcap (Ethernet) of the frames, one microsecond apart."""
+def write_pcap(path, frames, snaplen=65535):
+    """A classic microsecond pcap (Ethernet) of the frames, one microsecond apart, each cut to `snaplen` bytes as a
+    capture with that snap length holds it."""
     with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, snaplen, 1))
         for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)) + fr)
+            f.write(struct.pack("<IIII", 0, i, min(len(fr), snaplen), len(fr)) + fr[:snaplen])

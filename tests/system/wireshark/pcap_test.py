@@ -37,6 +37,20 @@ def spec_sample(t, d):
             "missing %s" % sorted(set(tshark.OPCODE_NAMES.values()) - seen))
 
 
+def snapped_sample(t, d):
+    """The well-formed sample captured with short snap lengths: cut frames are not malformed phub."""
+    sample = frames.well_formed()
+    for snaplen in (128, 64):  # the payloads cut; the phub header cut too
+        path = os.path.join(d, "snap%d.pcap" % snaplen)
+        frames.write_pcap(path, [frames.udp_frame(p) for _, p, _ in sample], snaplen)
+        rc, err, pkts = tshark.packets(path)
+        phub_pkts = [p for p in pkts if "phub" in p.protos]
+        t.check("snap length %d: %d frames, each phub, none malformed, no Lua error" % (snaplen, len(sample)),
+                rc == 0 and len(pkts) == len(sample) and len(phub_pkts) == len(sample) and
+                not any(p.problems() for p in pkts), "exit %d: %s %s" % (rc, err[-300:], [
+                    (p.number, p.problems()) for p in pkts if p.problems()][:3]))
+
+
 def malformed_sample(t, d):
     sample = frames.malformed()
     path = os.path.join(d, "malformed.pcap")
@@ -94,6 +108,7 @@ def main():
         return t.done()
     with tempfile.TemporaryDirectory(prefix="phub-wireshark-") as d:
         spec_sample(t, d)
+        snapped_sample(t, d)
         malformed_sample(t, d)
         pktgen_trace(t, d, a.pktgen)
     return t.done()
