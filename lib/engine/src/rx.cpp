@@ -258,6 +258,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     rte_pktmbuf_free(m);
     return;
   }
+  bump(counters_.rx_messages[static_cast<size_t>(rx.hdr.opcode)]);
   rx.payload = rx.msg.subspan(proto::kHeaderBytes);
 
   const JobPlan& plan = *s.jobs[job_index];

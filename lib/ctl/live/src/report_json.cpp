@@ -13,6 +13,13 @@ Json drops(const std::array<uint64_t, engine::kDropCount>& d) {
   return out;
 }
 
+// phub messages by opcode name ("other": frames that are not phub messages).
+Json messages(const std::array<uint64_t, engine::kOpcodeSlots>& n) {
+  Json out = Json::object();
+  for (size_t op = 0; op < engine::kOpcodeSlots; ++op) out[std::string(engine::message_slot_name(op))] = n[op];
+  return out;
+}
+
 }  // namespace
 
 std::string report_json(const CounterSample& s) {
@@ -31,6 +38,8 @@ std::string report_json(const CounterSample& s) {
     for (const auto& f : engine::kLcoreFields) lc[f.name] = l.counters.*f.member;
     lc["loop_gaps_us"] = l.counters.loop_gaps;  // iterations per bucket: up to each bound, the last one beyond
     lc["drops"] = drops(l.counters.drops);
+    lc["rx_messages"] = messages(l.counters.rx_messages);
+    lc["tx_messages"] = messages(l.counters.tx_messages);
   }
   Json& jobs = w["jobs"] = Json::array();
   for (const auto& j : r.jobs) {

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "phub/proto/errors.hpp"
+#include "phub/proto/header.hpp"
 
 namespace phub::engine {
 
@@ -82,6 +83,8 @@ enum class Drop : uint8_t {
 inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
 
 [[nodiscard]] std::string_view drop_name(Drop d) noexcept;
+// The name of a slot of rx_messages / tx_messages: the opcode's, "other" for slot 0.
+[[nodiscard]] std::string_view message_slot_name(size_t slot) noexcept;
 [[nodiscard]] std::string_view drop_help(Drop d) noexcept;
 
 // Per lcore: traffic and the loop.
@@ -166,6 +169,12 @@ inline constexpr size_t kLatencyBuckets = kLatencyBoundsUs.size() + 1;
 inline constexpr std::array<uint64_t, 10> kGapBoundsUs = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000};
 inline constexpr size_t kGapBuckets = kGapBoundsUs.size() + 1;
 
+// phub messages by opcode, per lcore (docs/server.md, "Counters"): received, counted once by the lcore that
+// handled the message (after a hand-off, its owner) once its header parsed; and sent, counted when the port
+// took the frame. Indexed by opcode value; slot 0 holds the frames sent that are not phub messages (ARP and
+// ICMP answers, and a probe answer to a VLAN-tagged probe). A capture of the port shows the same numbers.
+inline constexpr size_t kOpcodeSlots = size_t{proto::kOpcodeMax} + 1;
+
 struct alignas(64) LcoreCounters {
 #define PHUB_X(name, help) uint64_t name = 0;
   PHUB_LCORE_COUNTERS(PHUB_X)
@@ -173,6 +182,8 @@ struct alignas(64) LcoreCounters {
   std::array<uint64_t, kGapBuckets> loop_gaps{};  // loop iterations per gap bucket (not cumulative)
   std::array<uint64_t, kDropCount> drops{};  // reasons no job is known for
   std::array<uint64_t, proto::kParseErrorCount> malformed{};
+  std::array<uint64_t, kOpcodeSlots> rx_messages{};  // by opcode (see kOpcodeSlots)
+  std::array<uint64_t, kOpcodeSlots> tx_messages{};
 };
 
 struct alignas(64) JobCounters {
