@@ -51,7 +51,21 @@ local OPCODES = {
            notes = { rank = "the sending hub's rack index", epoch = "the sending hub's epoch of the job" } },
   [15] = { name = "fwd_init", dir = "rack hub -> home hub (ps)", payload = "elements_or_none", aux = AUX_HUB_MAC, crc = CRC_HUB_MAC, hub = true,
            notes = { rank = "the sending hub's rack index" } },
+  [16] = { name = "hparams", dir = "worker <-> server (ps)", payload = "hparams_or_none", aux = AUX_COOKIE, crc = CRC_PAYLOAD,
+           notes = { chunk_id = "the set's id, high half", elem_offset = "the set's id, low half" } },
+  [17] = { name = "fwd_hparams", dir = "rack hub <-> home hub (ps)", payload = "hparams_or_none", aux = AUX_HUB_MAC, crc = CRC_HUB_MAC, hub = true,
+           notes = { rank = "the sending hub's rack index", chunk_id = "the set's id, high half",
+                     elem_offset = "the set's id, low half" } },
 }
+
+-- Opcodes whose status names a state array (docs/protocol.md, "Optimizer state"), and those arrays.
+local STATE_OPCODES = { pull = true, init = true, result = true }
+local STATE_ARRAYS = { [0] = "weights (job dtype)", [1] = "master weights (fp32)", [2] = "first moment (fp32)",
+                       [3] = "second moment (fp32)" }
+-- Where the nonfinite and tail flags mean something, and what the tail holds.
+local NONFINITE_OPCODES = { push = true, result = true, fwd_partial = true, fwd_result = true }
+local TAIL_OPCODES = { push = true, fwd_partial = true, init = true, result = true }
+local HPARAMS_FAMILIES = { [0] = "SGD", [1] = "Adam", [2] = "AdamW" }
 
 -- Error status codes (status field of an error): name and what aux holds.
 local STATUSES = {
@@ -64,6 +78,9 @@ local STATUSES = {
   [6] = { name = "epoch_mismatch", aux = "the job's epoch on this lcore" },
   [7] = { name = "bad_request", aux = "the expected elements per packet, dtype, owning lcore or round modulus" },
   [8] = { name = "draining", aux = "the chunk's current round" },
+  [9] = { name = "hparams_unknown", aux = "0" },
+  [10] = { name = "hparams_mismatch", aux = "0" },
+  [11] = { name = "nonfinite", aux = "the index of the first NaN or Inf element of the push" },
 }
 
 local DTYPES = { [0] = { name = "fp32", bytes = 4 }, [1] = { name = "fp16", bytes = 2 }, [2] = { name = "bf16", bytes = 2 } }
@@ -75,8 +92,11 @@ local FLAGS = {
   { bit = 0x0008, abbrev = "epoch_start", name = "epoch_start", text = "rank 0 starts the epoch in the epoch field" },
   { bit = 0x0010, abbrev = "fresh_weights", name = "fresh_weights", text = "with epoch_start in a ps job: forget the weights" },
   { bit = 0x0020, abbrev = "mac", name = "mac", text = "crc32c and aux hold the session payload MAC" },
+  { bit = 0x0040, abbrev = "nonfinite", name = "nonfinite", text = "ps: the step is declared non-finite (push, partial), or the round was skipped (result)" },
+  { bit = 0x0080, abbrev = "tail", name = "tail", text = "the payload ends with a u64: the round's hyperparameter set id, or a state array's step count" },
 }
-local FLAGS_KNOWN = 0x003f
+local FLAGS_KNOWN = 0x00ff
+local FLAG_NONFINITE, FLAG_TAIL = 0x0040, 0x0080
 local FLAG_CRC, FLAG_MAC = 0x0001, 0x0020
 
 local JOINED_OPTIONS = { session = 0x01, payload_mac = 0x02, known = 0x03 }
@@ -147,6 +167,20 @@ local F = {
   probe_body_nonce = ProtoField.uint64("phub.probe.nonce", "Nonce", base.HEX),
   probe_turnaround = ProtoField.uint64("phub.probe.turnaround_ns", "Turnaround (ns)"),
   probe_rest = ProtoField.bytes("phub.probe.rest", "Rest of the body"),
+  state_array = ProtoField.uint8("phub.state_array", "State array", base.DEC, STATE_ARRAYS),
+  tail_id = ProtoField.uint64("phub.hparams.id", "Hyperparameter set id", base.HEX),
+  tail_step = ProtoField.uint64("phub.state.step", "Optimizer step count"),
+  hp_version = ProtoField.uint8("phub.hparams.version", "Version"),
+  hp_family = ProtoField.uint8("phub.hparams.family", "Optimizer", base.DEC, HPARAMS_FAMILIES),
+  hp_flags = ProtoField.uint8("phub.hparams.flags", "Flags", base.HEX),
+  hp_nesterov = ProtoField.bool("phub.hparams.nesterov", "nesterov", 8, nil, 0x01),
+  hp_reserved = ProtoField.bytes("phub.hparams.reserved", "Reserved"),
+  hp_lr = ProtoField.double("phub.hparams.lr", "lr"),
+  hp_momentum = ProtoField.double("phub.hparams.momentum", "momentum"),
+  hp_beta1 = ProtoField.double("phub.hparams.beta1", "beta1"),
+  hp_beta2 = ProtoField.double("phub.hparams.beta2", "beta2"),
+  hp_eps = ProtoField.double("phub.hparams.eps", "eps"),
+  hp_weight_decay = ProtoField.double("phub.hparams.weight_decay", "weight_decay"),
 }
 for _, fl in ipairs(FLAGS) do
   F["flag_" .. fl.abbrev] = ProtoField.bool("phub.flags." .. fl.abbrev, fl.name, 16, nil, fl.bit, fl.text)
@@ -172,6 +206,7 @@ local EXPERTS = {  -- key = { abbrev suffix, text, group, severity }
   forward = { "malformed.forward", "Hub opcode with the crc flag, or a fwd_partial not in fp32 (bad_forward)", expert.group.MALFORMED, expert.severity.ERROR },
   handshake = { "malformed.handshake", "Handshake payload not in its form", expert.group.MALFORMED, expert.severity.ERROR },
   hub_state = { "malformed.hub_state", "hub_state payload not in its form (bad_hub_state)", expert.group.MALFORMED, expert.severity.ERROR },
+  hparams = { "malformed.hparams", "Hyperparameter set not in its form", expert.group.MALFORMED, expert.severity.ERROR },
   probe = { "malformed.probe", "Probe body shorter than 24 bytes", expert.group.MALFORMED, expert.severity.ERROR },
   retransmit = { "retransmit", "Sent again by its sender", expert.group.SEQUENCE, expert.severity.NOTE },
   error_msg = { "error", "phub error answer", expert.group.RESPONSE_CODE, expert.severity.NOTE },
@@ -228,7 +263,14 @@ end
 PAYLOADS.elements = function(r, tree, pinfo, h)
   local d = DTYPES[h.dtype]
   if d == nil then return end
-  if h.elem_count * d.bytes ~= h.payload_bytes then
+  local tail = bit32.band(h.flags, FLAG_TAIL) ~= 0 and 8 or 0
+  if tail > 0 and r:len() >= 8 then
+    -- After the elements: in a push or partial its round's hyperparameter set, in a state array the step count.
+    local t = r:range(r:len() - 8, 8)
+    if h.opcode == 1 or h.opcode == 4 then tree:add(F.tail_id, t) else tree:add(F.tail_step, t) end
+    r = r:len() > 8 and r:range(0, r:len() - 8) or r:range(0, 0)
+  end
+  if h.elem_count * d.bytes + tail ~= h.payload_bytes then
     complain(tree, "elems", string.format("%d x %s is %d bytes, payload_bytes %d", h.elem_count, d.name,
                                           h.elem_count * d.bytes, h.payload_bytes))
   end
@@ -268,6 +310,29 @@ local function must_be_zero(r, tree, field, what)
       return
     end
   end
+end
+
+-- hparams, fwd_hparams: a hyperparameter set (56 bytes), or none in an acknowledgement.
+PAYLOADS.hparams_or_none = function(r, tree, pinfo, h)
+  if r:len() == 0 then
+    tree:add(r, "Acknowledgement (no payload)")
+    return
+  end
+  if r:len() ~= 56 then
+    complain(tree, "hparams", string.format("a hyperparameter set is 56 bytes, not %d", r:len()))
+    return
+  end
+  local t = tree:add(r, "Hyperparameter set")
+  local v = t:add(F.hp_version, r:range(0, 1))
+  if r:range(0, 1):uint() ~= 1 then complain(v, "hparams", "version is not 1") end
+  local fam = t:add(F.hp_family, r:range(1, 1))
+  if HPARAMS_FAMILIES[r:range(1, 1):uint()] == nil then complain(fam, "hparams", "unknown optimizer") end
+  local fl = t:add(F.hp_flags, r:range(2, 1))
+  fl:add(F.hp_nesterov, r:range(2, 1))
+  if bit32.band(r:range(2, 1):uint(), 0xfe) ~= 0 then complain(fl, "hparams", "unknown flags") end
+  must_be_zero(r:range(3, 5), t, F.hp_reserved, "reserved bytes")
+  local names = { "hp_lr", "hp_momentum", "hp_beta1", "hp_beta2", "hp_eps", "hp_weight_decay" }
+  for i, n in ipairs(names) do t:add(F[n], r:range(8 + (i - 1) * 8, 8)) end
 end
 
 PAYLOADS.join = function(r, tree, pinfo, h)
@@ -439,9 +504,21 @@ local function dissect(tvb, pinfo, root)
   local dt = tree:add(F.dtype, tvb:range(6, 1))
   if DTYPES[h.dtype] == nil then complain(dt, "dtype") end
   if op ~= nil and op.name == "fwd_partial" and h.dtype ~= 0 then complain(dt, "forward", "fwd_partial not fp32") end
-  local st = tree:add(F.status, tvb:range(7, 1))
-  if STATUSES[h.status] == nil or (h.status ~= 0 and (op == nil or op.name ~= "error")) then
-    complain(st, "status")
+  if op ~= nil and bit32.band(h.flags, FLAG_NONFINITE) ~= 0 and not NONFINITE_OPCODES[op.name] then
+    complain(fl, "flag_combo", "nonfinite on " .. op.name)
+  end
+  if op ~= nil and bit32.band(h.flags, FLAG_TAIL) ~= 0 and not TAIL_OPCODES[op.name] then
+    complain(fl, "flag_combo", "tail on " .. op.name)
+  end
+  local st
+  if op ~= nil and STATE_OPCODES[op.name] then
+    st = tree:add(F.state_array, tvb:range(7, 1))
+    if STATE_ARRAYS[h.status] == nil then complain(st, "status") end
+  else
+    st = tree:add(F.status, tvb:range(7, 1))
+    if STATUSES[h.status] == nil or (h.status ~= 0 and (op == nil or op.name ~= "error")) then
+      complain(st, "status")
+    end
   end
   if op ~= nil and op.name == "error" then complain(st, "error_msg", (STATUSES[h.status] or { name = "?" }).name) end
 

@@ -13,6 +13,7 @@ schedulers   (rank 0, a one-rank job) every torch.optim.lr_scheduler class, and 
              group["lr"], drive PSOptimizer and torch.optim.SGD side by side.
 ckpt-*       Adam on a deterministic job: 200 steps at once (full), or 100 steps then torch.save (first) and,
              on a fresh server, load_state_dict and 100 more (second).
+hier         the AdamW recipe on a job across racks (each rank talks to its rack's hub): as `recipes`' ps part.
 """
 import argparse
 import datetime
@@ -44,10 +45,10 @@ def mean_grads(model, world):
         p.grad.div_(world)
 
 
-def ps_recipe(name, rank, world, x, y):
+def ps_recipe(name, rank, world, x, y, job_name=None):
     r = rm.RECIPES[name]
     model, ref = rm.make_model(), rm.make_model()
-    opt = phub.torch.PSOptimizer(rm.groups(model, r["decay"]), r["optimizer"], **r["kwargs"], **job(name))
+    opt = phub.torch.PSOptimizer(rm.groups(model, r["decay"]), r["optimizer"], **r["kwargs"], **job(job_name or name))
     ref_opt = rm.TORCH_CLASSES[r["optimizer"]](rm.groups(ref, r["decay"]), **r["kwargs"])
     sched, ref_sched = r["schedule"](opt), r["schedule"](ref_opt)
     scale, good, scales, skipped, ref_skipped, unchanged, worst, lrs = 2.0 ** 12, 0, [], [], [], True, 0.0, []
@@ -232,6 +233,8 @@ def main():
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=120))
         if a.phase == "recipes":
             summary = [ps_recipe(n, rank, world, x, y) for n in rm.RECIPES] + [hook_recipe(rank, world, x, y)]
+        elif a.phase == "hier":
+            summary = [ps_recipe("adamw-warmup-cosine", rank, world, x, y, job_name="hier")]
         else:
             summary = ckpt(a.phase, rank, world, x, y, a.out)
         dist.barrier()

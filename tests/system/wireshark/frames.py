@@ -6,8 +6,8 @@ HEADER = struct.Struct(">HBBHBBIHHIIIHHIIQIH")  # the 54-byte header, big-endian
 MAGIC, VERSION = 0x5048, 3
 OPCODES = {"push": 1, "result": 2, "rerequest": 3, "fwd_partial": 4, "fwd_result": 5, "error": 6, "join": 7,
            "leave": 8, "probe_request": 9, "probe_reply": 10, "init": 11, "pull": 12, "joined": 13, "hub_state": 14,
-           "fwd_init": 15}
-CRC, RETRANSMIT, MEAN, EPOCH_START, FRESH_WEIGHTS, MAC = 1, 2, 4, 8, 16, 32
+           "fwd_init": 15, "hparams": 16, "fwd_hparams": 17}
+CRC, RETRANSMIT, MEAN, EPOCH_START, FRESH_WEIGHTS, MAC, NONFINITE, TAIL = 1, 2, 4, 8, 16, 32, 64, 128
 SERVER_IP, WORKER_IP = "198.18.0.1", "198.18.0.10"
 PORT = 42100
 
@@ -16,7 +16,8 @@ def header(opcode, payload=b"", flags=0, dtype=0, status=0, job=1, rank=0, round
            epoch=0, crc=0, aux=0, tag=0, seq=1, reserved=0, payload_bytes=None, magic=MAGIC, version=VERSION):
     op = OPCODES[opcode] if isinstance(opcode, str) else opcode
     if count is None:
-        count = len(payload) // (4 if dtype == 0 else 2) if op in (1, 2, 4, 5, 11, 15) else 0
+        elems = len(payload) - (8 if flags & TAIL else 0)
+        count = elems // (4 if dtype == 0 else 2) if op in (1, 2, 4, 5, 11, 15) else 0
     return HEADER.pack(magic, version, op, flags, dtype, status, job, rank,
                        len(payload) if payload_bytes is None else payload_bytes, round, chunk, offset, count, epoch,
                        crc, aux, tag, seq, reserved) + payload
@@ -69,6 +70,11 @@ def hub_state_payload(nonce=7, echo=9, holder=0x1234, first_round=0, flags=0, re
     return struct.pack(">5QIIIIII", 1, 2, 3, 4, 5, nonce, echo, holder, first_round, flags, reserved)
 
 
+def hparams_payload(family=2, lr=3e-4, momentum=0.0, beta1=0.9, beta2=0.95, eps=1e-8, wd=0.1, flags=0, size=56):
+    """A hyperparameter set (docs/protocol.md, "Hyperparameters"): version, family, flags, reserved, 6 doubles."""
+    return (struct.pack(">BBBBI6d", 1, family, flags, 0, 0, lr, momentum, beta1, beta2, eps, wd) + bytes(64))[:size]
+
+
 def probe_body(extra=0):
     return struct.pack(">QQQ", 123456789, 0xabcdef, 0) + bytes(extra)
 
@@ -111,6 +117,21 @@ def well_formed():
         ("fwd_init segment", header("fwd_init", elements(32), rank=1), {"phub.opcode": "15"}),
         ("fwd_init weights request", header("fwd_init", b"", rank=1, count=0), {"phub.opcode": "15"}),
         ("retransmitted push", header("push", elements(4), flags=RETRANSMIT), {"phub.flags.retransmit": "1"}),
+        ("ps push naming a hyperparameter set, declared non-finite",
+         header("push", elements(16) + struct.pack(">Q", 0x0123456789abcdef), flags=TAIL | NONFINITE),
+         {"phub.flags.tail": "1", "phub.flags.nonfinite": "1", "phub.hparams.id": "0x0123456789abcdef",
+          "phub.elem_count": "16"}),
+        ("hparams", header("hparams", hparams_payload(), chunk=0x01234567, offset=0x89abcdef),
+         {"phub.opcode": "16", "phub.hparams.family": "2", "phub.hparams.lr": "0.0003", "phub.hparams.beta2": "0.95"}),
+        ("hparams acknowledgement", header("hparams", b"", chunk=0x01234567, offset=0x89abcdef), {"phub.opcode": "16"}),
+        ("fwd_hparams", header("fwd_hparams", hparams_payload(family=0, momentum=0.9, beta1=0, beta2=0, eps=0,
+                                                              flags=1), rank=1),
+         {"phub.opcode": "17", "phub.hparams.nesterov": "1"}),
+        ("state pull, second moment", header("pull", status=3, chunk=2), {"phub.state_array": "3"}),
+        ("state result with its step count", header("result", elements(8) + struct.pack(">Q", 100), flags=TAIL,
+                                                    status=2),
+         {"phub.state_array": "2", "phub.state.step": "100"}),
+        ("skipped round's result", header("result", elements(8), flags=NONFINITE), {"phub.flags.nonfinite": "1"}),
     ]
     return out
 
@@ -127,7 +148,12 @@ def malformed():
         ("unknown flag bit", header("push", pay, flags=0x0100), "phub.malformed.flags"),
         ("mac with crc", header("push", pay, flags=CRC | MAC), "phub.malformed.flag_combination"),
         ("dtype 7", header("push", pay, dtype=7, count=8), "phub.malformed.dtype"),
-        ("status 9 in an error", header("error", status=9), "phub.malformed.status"),
+        ("status 12 in an error", header("error", status=12), "phub.malformed.status"),
+        ("state array 4 in a pull", header("pull", status=4), "phub.malformed.status"),
+        ("tail on a join", header("join", join_payload(), flags=TAIL), "phub.malformed.flag_combination"),
+        ("nonfinite on a pull", header("pull", flags=NONFINITE), "phub.malformed.flag_combination"),
+        ("hyperparameter set of 50 bytes", header("hparams", hparams_payload(size=50)), "phub.malformed.hparams"),
+        ("hyperparameter set of version 2", header("hparams", b"\x02" + hparams_payload()[1:]), "phub.malformed.hparams"),
         ("status on a push", header("push", pay, status=1), "phub.malformed.status"),
         ("reserved nonzero", header("push", pay, reserved=1), "phub.malformed.reserved"),
         ("payload_bytes larger than the datagram", header("push", pay, payload_bytes=64), "phub.malformed.payload_length"),

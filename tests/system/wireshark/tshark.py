@@ -12,7 +12,7 @@ SEVERITY_WARN = 0x00600000  # Wireshark's expert severities: note 0x00400000, wa
 GROUP_MALFORMED = 0x07000000
 OPCODE_NAMES = {1: "push", 2: "result", 3: "rerequest", 4: "fwd_partial", 5: "fwd_result", 6: "error", 7: "join",
                 8: "leave", 9: "probe_request", 10: "probe_reply", 11: "init", 12: "pull", 13: "joined",
-                14: "hub_state", 15: "fwd_init"}
+                14: "hub_state", 15: "fwd_init", 16: "hparams", 17: "fwd_hparams"}
 
 
 class Packet:
