@@ -9,7 +9,8 @@ FrameCache::FrameCache(const JobRuntime& job, const gen::Partition& part, uint64
                        const std::string& name, int socket) {
   const gen::JobSpec& spec = job.wl.spec();
   const uint64_t frames = uint64_t{spec.round_modulus} * part.slots().size() * spec.workers;
-  const uint32_t room = proto::kFrameHeadersBytes + job.wl.segment_elems() * static_cast<uint32_t>(job.wl.in_bytes());
+  const uint32_t room = proto::kFrameHeadersBytes + job.wl.segment_elems() * static_cast<uint32_t>(job.wl.in_bytes()) +
+                        static_cast<uint32_t>(job.wl.push_tail().size());
   const uint64_t bytes = frames * (room + RTE_PKTMBUF_HEADROOM + sizeof(rte_mbuf) + 64);
   // Logical rounds r and r + modulus must carry the same payload pattern (patterns repeat every kPatterns).
   if (spec.round_modulus == 0 || spec.round_modulus % gen::kPatterns != 0 || frames == 0 || bytes > budget_bytes ||

@@ -6,8 +6,10 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "phub/base/ipv4.hpp"
 #include "phub/drivers/eal.hpp"
@@ -127,9 +129,31 @@ Expected<void, std::string> Generator::place_templates() {
   return {};
 }
 
+void Generator::register_hparams() {
+  // Each ps job whose pushes name a hyperparameter set registers it with every server lcore first, on the queue
+  // that lcore serves (three times, a millisecond apart: nothing is waited for, the pushes follow).
+  const uint16_t queues = port_->queues();
+  for (int copy = 0; copy < 3; ++copy) {
+    for (const JobRuntime& j : *jobs_) {
+      if (!j.wl.spec().hparams) continue;
+      for (uint16_t owner = 0; owner < j.wl.spec().server_lcores; ++owner) {
+        rte_mbuf* m = rte_pktmbuf_alloc(full_pool_.get());
+        if (m == nullptr) continue;
+        auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kFrameHeadersBytes + proto::kHparamsBytes));
+        const size_t len = p == nullptr ? 0
+                                        : gen::write_hparams_frame(j.wl, j.addrs, owner, 0,
+                                                                   std::span<std::byte>(p, m->data_len));
+        if (len == 0 || port_->tx(static_cast<uint16_t>(owner % queues), &m, 1) != 1) rte_pktmbuf_free(m);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 Expected<void, std::string> Generator::launch() {
   if (launched_) return {};
   for (auto& l : lcores_) l->build_caches();  // the server's MAC is known by now
+  register_hparams();
   for (size_t j = 0; j < jobs_->size(); ++j) {
     size_t frames = 0;
     for (const auto& l : lcores_) frames += l->cached_frames(j);

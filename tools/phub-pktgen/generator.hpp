@@ -56,6 +56,7 @@ class Generator {
   Expected<void, std::string> wait_link(std::chrono::steady_clock::time_point deadline);
   bool arp_exchange(std::chrono::steady_clock::time_point until);
   Expected<void, std::string> launch();
+  void register_hparams();  // before the lcores start: the jobs' hyperparameter sets to every server lcore
   void post_all(Cmd c, const RunSettings& s);
 
   GenConfig cfg_;

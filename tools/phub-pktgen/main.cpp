@@ -67,6 +67,7 @@ phub::Expected<Target, std::string> build_target(const Options& o) {
     if (o.values == "order") j.spec.values = phub::gen::Values::order_sensitive;
     if (o.values == "exact") j.spec.values = phub::gen::Values::exact;
     j.spec.crc = j.spec.crc || o.crc;
+    j.spec.hparams = j.spec.hparams || (o.hparams && j.spec.mode == phub::gen::Mode::ps);
   }
   if (!o.values.empty() && o.values != "order" && o.values != "exact") {
     return phub::unexpected("--values: '" + o.values + "' is not exact|order");

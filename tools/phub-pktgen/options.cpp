@@ -55,7 +55,7 @@ std::unique_ptr<CLI::App> make(Options& o) {
   a.add_option("--job", o.job_texts,
                "a job: id=1,workers=8,keys=1000000+4096,dtype=fp32|fp16|bf16,mode=allreduce|ps,reduce=sum|mean,"
                "deterministic=0|1,chunk_bytes=N,port_base=N,lcores=N,secret=S,round_modulus=N,"
-               "optimizer=sgd|momentum|nesterov|adam,lr=X,momentum=X,values=exact|order (repeatable)")
+               "optimizer=sgd|momentum|nesterov|adam,lr=X,momentum=X,values=exact|order,hparams=0|1 (repeatable)")
       ->type_name("SPEC")->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(traffic);
   a.add_option("--jobs", o.only_jobs, "emulate only these jobs of the config")
       ->type_name("ID,ID")->delimiter(',')->check(cli::whole<uint32_t>())
@@ -66,6 +66,10 @@ std::unique_ptr<CLI::App> make(Options& o) {
                "override the value kind (order: only a rank-order sum matches; default for deterministic)")
       ->type_name("exact|order")->check(cli::one_of({"exact", "order"}))->group(traffic);
   a.add_flag("--crc", o.crc, "set the crc flag and the payload CRC32C on pushes")->group(traffic);
+  a.add_flag("--hparams", o.hparams,
+             "ps jobs: register a hyperparameter set with the job's own optimizer values and name it in every "
+             "push, as PSOptimizer does (the results stay the same)")
+      ->group(traffic);
 
   a.add_option("--port", o.port.devargs,
                "the generator's port: net_memif0,role=client,socket=/tmp/x.sock | net_af_packet0,iface=v0 | "

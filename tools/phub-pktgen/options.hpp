@@ -21,6 +21,7 @@ struct Options {
   std::string server_ip, server_mac, worker_ip;
   std::string values;                  // exact|order: override every job's values
   bool crc = false;
+  bool hparams = false;
   double link_timeout_s = 10;
   RunSettings run;
   std::string scenario;                // -f

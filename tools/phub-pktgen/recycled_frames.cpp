@@ -12,7 +12,8 @@ RecycledFrames::RecycledFrames(const JobRuntime& job, uint32_t depth, const std:
   const gen::Workload& wl = job.wl;
   const uint64_t frames = uint64_t{gen::kPatterns} * wl.spec().workers * depth;
   const size_t payload_bytes = wl.segment_elems() * wl.in_bytes();
-  const size_t room = proto::kFrameHeadersBytes + payload_bytes;
+  const auto tail = wl.push_tail();  // the same in every push of the job
+  const size_t room = proto::kFrameHeadersBytes + payload_bytes + tail.size();
   if (frames == 0 || frames > UINT32_MAX / 2 || room + RTE_PKTMBUF_HEADROOM > UINT16_MAX) return;
   auto pool = drivers::Mempool::create(name, static_cast<uint32_t>(frames), static_cast<uint16_t>(room + RTE_PKTMBUF_HEADROOM),
                                        socket, 0);
@@ -38,6 +39,10 @@ RecycledFrames::RecycledFrames(const JobRuntime& job, uint32_t depth, const std:
           return;
         }
         std::memcpy(rte_pktmbuf_mtod_offset(m, std::byte*, proto::kFrameHeadersBytes), payload.data(), payload.size());
+        if (!tail.empty()) {
+          std::memcpy(rte_pktmbuf_mtod_offset(m, std::byte*, proto::kFrameHeadersBytes + payload.size()), tail.data(),
+                      tail.size());
+        }
         frames_.push_back(m);
       }
     }

@@ -136,6 +136,7 @@ Expected<gen::JobSpec, std::string> parse_job(const std::string& text, uint16_t 
     else if (k == "round_modulus") s.round_modulus = static_cast<uint32_t>(*n);
     else if (k == "deterministic") s.deterministic = *n != 0;
     else if (k == "crc") s.crc = *n != 0;
+    else if (k == "hparams") s.hparams = *n != 0;
     else if (k == "lr") s.optimizer.lr = static_cast<float>(*n);
     else if (k == "momentum") s.optimizer.momentum = static_cast<float>(*n);
     else return unexpected("job: unknown key '" + k + "'");

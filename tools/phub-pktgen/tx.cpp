@@ -86,14 +86,15 @@ rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fr
   const JobRuntime& j = (*r_.jobs)[job];
   const gen::Slot& slot = parts_[job]->slots()[o.slot];
   const auto payload = gen::push_payload(j.wl, slot, o);
+  const auto tail = gen::push_tail(j.wl, o);
   const bool zero_copy = !copies_payload(job);
   rte_mbuf* m = fresh != nullptr ? fresh : rte_pktmbuf_alloc(zero_copy ? r_.hdr_pool : r_.full_pool);
   if (m == nullptr) {
     c_.no_mbuf.add();
     return nullptr;
   }
-  auto* p = reinterpret_cast<std::byte*>(
-      rte_pktmbuf_append(m, static_cast<uint16_t>(proto::kFrameHeadersBytes + (zero_copy ? 0 : payload.size()))));
+  auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(
+      m, static_cast<uint16_t>(proto::kFrameHeadersBytes + (zero_copy ? 0 : payload.size() + tail.size()))));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
     c_.no_mbuf.add();
@@ -102,6 +103,7 @@ rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fr
   gen::write_push_headers(j.wl, j.addrs, slot, o, seq_++, std::span<std::byte, proto::kFrameHeadersBytes>(p, proto::kFrameHeadersBytes));
   if (!zero_copy) {
     std::memcpy(p + proto::kFrameHeadersBytes, payload.data(), payload.size());
+    if (!tail.empty()) std::memcpy(p + proto::kFrameHeadersBytes + payload.size(), tail.data(), tail.size());
     return m;
   }
   rte_mbuf* ext = rte_pktmbuf_alloc(r_.ext_pool);
@@ -127,7 +129,9 @@ rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fr
 }
 
 bool GenLcore::copies_payload(size_t job) const noexcept {
-  return !r_.zero_copy || (*r_.jobs)[job].push_area == nullptr;
+  // (A push with a tail is copied: the tail follows the payload in one segment.)
+  const JobRuntime& j = (*r_.jobs)[job];
+  return !r_.zero_copy || j.push_area == nullptr || !j.wl.push_tail().empty();
 }
 
 uint32_t GenLcore::send_orders(size_t job, std::span<const gen::PushOrder> orders) noexcept {

@@ -191,7 +191,7 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
 void Client::on_error(const proto::Header& h) {
   ++st_.errors_received;
   if (h.status == proto::Status::round_stalled) ++st_.stalls_reported;
-  if (on_hparams_error(h)) return;
+  if (on_hparams_error(h) || on_transfer_error(h)) return;
   if (h.chunk_id >= plan_->chunk_count()) {
     if (h.status != proto::Status::unknown_chunk || live_.empty()) {
       ++st_.stale;
@@ -261,9 +261,11 @@ void Client::on_error(const proto::Header& h) {
       break;
     case proto::Status::nonfinite:
       fail_op(slot, Error{PHUB_ERR_NONFINITE, chunk + ", round " + std::to_string(cs.round) + ": the server refused "
-                                              "this rank's push: element " + std::to_string(h.aux) + " of it is NaN "
-                                              "or Inf and the step did not declare it (the job refuses undeclared "
-                                              "non-finite values: declare them, e.g. PSOptimizer's check)"});
+                                              "this rank's push: element " +
+                                              std::to_string(plan_->key_elem_offset(c) + h.elem_offset + h.aux) +
+                                              " of the key is NaN or Inf and the step did not declare it (the job "
+                                              "refuses undeclared non-finite values: declare them, e.g. "
+                                              "PSOptimizer's check)"});
       break;
   }
 }

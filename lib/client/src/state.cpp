@@ -233,6 +233,30 @@ void Client::service_transfer(uint64_t now) {
   }
 }
 
+bool Client::on_transfer_error(const proto::Header& h) {
+  Transfer& t = transfer_;
+  if (!t.active || t.err) return false;
+  size_t i = t.batch_begin;
+  while (i < t.batch_end && !(t.pieces[i].first == h.chunk_id && t.pieces[i].second == h.elem_offset)) ++i;
+  if (i == t.batch_end) return false;
+  const std::string what = std::string("state ") + (t.init ? "init" : "pull") + " of key " + std::to_string(t.key);
+  switch (h.status) {
+    case proto::Status::not_initialized:
+      t.err = Error{PHUB_ERR_NOT_INITIALIZED, what + ": the job's weights are not initialised (rank 0's init)"};
+      break;
+    case proto::Status::bad_request:
+      t.err = Error{PHUB_ERR_PROTOCOL, what + ": the server refused it: a job across racks keeps its optimizer state "
+                                             "at each chunk's home hub, which workers do not reach, and a job's "
+                                             "optimizer may keep no such array (the job's optimizer: " +
+                                             optimizer_named(h.aux) + ")"};
+      break;
+    default:
+      t.err = Error{PHUB_ERR_PROTOCOL, what + ": the server answered " + std::string(proto::status_name(h.status))};
+      break;
+  }
+  return true;
+}
+
 void Client::on_state_result(const proto::Header& h, std::span<const std::byte> payload) {
   Transfer& t = transfer_;
   const uint32_t piece = state_piece_elems();

@@ -23,16 +23,21 @@ std::span<const std::byte> push_payload(const Workload& wl, const Slot& slot, co
   return wl.push_bytes(pattern_index(o.round, slot.chunk, slot.seg), o.rank, slot.elems);
 }
 
+std::span<const std::byte> push_tail(const Workload& wl, const PushOrder& o) noexcept {
+  return o.init ? std::span<const std::byte>() : wl.push_tail();
+}
+
 void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,
                         std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept {
   const auto payload = push_payload(wl, slot, o);
+  const auto tail = push_tail(wl, o);
   proto::Header h;
   h.opcode = o.init ? proto::Opcode::init : proto::Opcode::push;
-  h.flags = o.retransmit ? proto::flag::retransmit : 0;
+  h.flags = static_cast<uint16_t>((o.retransmit ? proto::flag::retransmit : 0) | (tail.empty() ? 0 : proto::flag::tail));
   h.dtype = wl.spec().dtype;
   h.job_id = wl.spec().id;
   h.rank = o.rank;
-  h.payload_bytes = static_cast<uint16_t>(payload.size());
+  h.payload_bytes = static_cast<uint16_t>(payload.size() + tail.size());
   h.round = o.init ? 0 : wl.wire_round(o.round);
   h.chunk_id = slot.chunk;
   h.elem_offset = slot.elem_offset;
@@ -40,8 +45,8 @@ void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& sl
   h.seq = seq;
   if (wl.spec().crc) {
     h.flags |= proto::flag::crc;
-    const bool whole = !o.init && slot.elems == wl.segment_elems();
-    h.crc32c = whole ? wl.push_crc(pattern_index(o.round, slot.chunk, slot.seg), o.rank) : proto::crc32c(payload);
+    const bool whole = !o.init && slot.elems == wl.segment_elems() && tail.empty();
+    h.crc32c = whole ? wl.push_crc(pattern_index(o.round, slot.chunk, slot.seg), o.rank) : proto::crc32c(payload, tail);
   }
   auto wire = out.subspan<kL234, proto::kHeaderBytes>();
   proto::write_header(h, wire);
@@ -53,7 +58,7 @@ void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& sl
   f.dst_ip = a.server_ip;
   f.src_port = static_cast<uint16_t>(a.port_base + o.rank);
   f.dst_port = owner_port(wl, slot);
-  proto::write_eth_ipv4_udp(f, proto::kHeaderBytes + payload.size(), out.first<kL234>());
+  proto::write_eth_ipv4_udp(f, proto::kHeaderBytes + payload.size() + tail.size(), out.first<kL234>());
 }
 
 void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o, uint32_t seq,
@@ -67,10 +72,40 @@ void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o
 size_t write_push_frame(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,
                         std::span<std::byte> out) noexcept {
   const auto payload = push_payload(wl, slot, o);
-  const size_t len = proto::kFrameHeadersBytes + payload.size();
+  const auto tail = push_tail(wl, o);
+  const size_t len = proto::kFrameHeadersBytes + payload.size() + tail.size();
   if (out.size() < len) return 0;
   write_push_headers(wl, a, slot, o, seq, out.first<proto::kFrameHeadersBytes>());
   std::memcpy(out.data() + proto::kFrameHeadersBytes, payload.data(), payload.size());
+  if (!tail.empty()) std::memcpy(out.data() + proto::kFrameHeadersBytes + payload.size(), tail.data(), tail.size());
+  return len;
+}
+
+size_t write_hparams_frame(const Workload& wl, const WorkerAddrs& a, uint16_t owner, uint32_t seq,
+                           std::span<std::byte> out) noexcept {
+  const size_t len = proto::kFrameHeadersBytes + proto::kHparamsBytes;
+  if (out.size() < len) return 0;
+  const uint64_t id = load_be<uint64_t>(wl.push_tail().data());
+  proto::Header h;
+  h.opcode = proto::Opcode::hparams;
+  h.dtype = wl.spec().dtype;
+  h.job_id = wl.spec().id;
+  h.payload_bytes = static_cast<uint16_t>(proto::kHparamsBytes);
+  h.chunk_id = static_cast<uint32_t>(id >> 32);
+  h.elem_offset = static_cast<uint32_t>(id);
+  h.seq = seq;
+  auto wire = out.subspan(kL234).first<proto::kHeaderBytes>();
+  proto::write_header(h, wire);
+  if (wl.authenticated()) proto::sign_header(wl.key(), wire);
+  std::memcpy(out.data() + proto::kFrameHeadersBytes, wl.hparams().data(), proto::kHparamsBytes);
+  proto::FlowAddrs f;
+  f.src_mac = a.src_mac;
+  f.dst_mac = a.server_mac;
+  f.src_ip = a.ip_of(0);
+  f.dst_ip = a.server_ip;
+  f.src_port = a.port_base;
+  f.dst_port = static_cast<uint16_t>(wl.spec().port_base + owner);
+  proto::write_eth_ipv4_udp(f, proto::kHeaderBytes + proto::kHparamsBytes, out.first<kL234>());
   return len;
 }
 

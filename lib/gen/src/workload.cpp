@@ -1,6 +1,7 @@
 // Building a job's workload: chunk map, push templates, rank-order sums and expected results.
 #include "phub/gen/workload.hpp"
 
+#include "phub/base/bytes.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::gen {
@@ -18,6 +19,23 @@ std::string describe(const JobSpec& s) {
          std::to_string(s.key_elems.size()) + " keys, udp " + std::to_string(s.port_base) + ".." +
          std::to_string(s.port_base + s.server_lcores - 1) +
          (s.values == Values::order_sensitive ? ", order-sensitive values" : "");
+}
+
+proto::Hparams hparams_of(const agg::OptimizerParams& o) {
+  proto::Hparams h;
+  h.lr = o.lr;
+  h.weight_decay = o.weight_decay;
+  if (o.kind == agg::OptimizerKind::adam) {
+    h.family = o.adamw ? proto::HparamsFamily::adamw : proto::HparamsFamily::adam;
+    h.beta1 = o.beta1;
+    h.beta2 = o.beta2;
+    h.eps = o.eps;
+  } else {
+    h.family = proto::HparamsFamily::sgd;
+    h.momentum = o.kind == agg::OptimizerKind::sgd ? 0.0 : o.momentum;
+    h.nesterov = o.kind == agg::OptimizerKind::nesterov;
+  }
+  return h;
 }
 
 Expected<Workload, std::string> Workload::build(const JobSpec& spec, uint16_t ip_mtu) {
@@ -38,6 +56,11 @@ Expected<Workload, std::string> Workload::build(const JobSpec& spec, uint16_t ip
   w.layout_ = std::move(*layout);
   for (const auto& c : w.layout_.chunks()) w.segments_total_ += c.segments;
   if (w.authenticated()) w.key_ = proto::derive_key(spec.secret, spec.id);
+  if (spec.hparams) {
+    if (spec.mode != Mode::ps) return unexpected(who + ": hyperparameter sets belong to ps jobs");
+    w.hparams_ = proto::encode_hparams(hparams_of(spec.optimizer));
+    store_be<uint64_t>(w.tail_.data(), proto::hparams_id(w.hparams_));
+  }
 
   const agg::Kernels& k = reference_kernels();
   const size_t n = w.seg_elems_;

@@ -5,7 +5,8 @@ its own rack's hub. The AdamW recipe of tests/system/training (two parameter gro
 an inf in rank 1's gradient at 4 steps) runs through PSOptimizer: the hyperparameter sets reach the chunks' homes
 (fwd_hparams) and every round's set id and declaration travel with the partials, so the weights stay within TOL
 of torch's AdamW on the mean gradient at every one of 300 steps, the same 4 steps are skipped with the weights
-unchanged, and the hubs count the sets they were sent and the skipped rounds.
+unchanged, and the hubs count the sets they were sent and the skipped rounds. PSOptimizer.state_dict() is refused
+by name (the optimizer's state stays at the chunks' homes, which workers do not reach).
 Usage: hier_recipe_test.py --build BUILD_DIR   (root; everything torn down, also on failure)"""
 import argparse
 import json
@@ -72,6 +73,9 @@ def main():
                       rec["skipped"] == expect and rec["ref_skipped"] == expect,
                       "phub %s, torch %s" % (rec["skipped"], rec["ref_skipped"]))
                 check("rank %d: a skipped step leaves the weights unchanged (bits)" % rank, rec["unchanged"])
+                check("rank %d: state_dict across racks is refused by name, at once" % rank,
+                      rec["state_dict"].startswith("protocol after") and float(rec["state_dict"].split()[2]) < 5,
+                      rec["state_dict"][:160])
         for r in tworacks.RACKS:
             c = counters[r]
             check("hub %d: sets registered, partials exchanged, skipped rounds counted" % r,

@@ -36,7 +36,7 @@ WORLD = 2
 TOL = 1e-5
 SECRET = "recipe-test-secret-1"
 JOBS = {"adamw-warmup-cosine": (61, 42000), "sgd-nesterov-multistep": (62, 42010), "hook": (63, 42020),
-        "sched": (64, 42030), "ckpt": (65, 42040), "mismatch": (66, 42050)}
+        "sched": (64, 42030), "ckpt": (65, 42040), "mismatch": (66, 42050), "nan": (67, 42060)}
 
 
 def jobs():
@@ -57,6 +57,9 @@ def jobs():
     jid, port = JOBS["mismatch"]
     out.append(phubnet.job(jid, "mismatch", WORLD, [1000], port, mode="ps", reduce="mean", secret=SECRET,
                            optimizer=dict(kind="adam", adamw=True)))
+    jid, port = JOBS["nan"]
+    out.append(phubnet.job(jid, "nan", WORLD, [1000], port, mode="ps", reduce="mean", secret=SECRET,
+                           optimizer=dict(kind="adam")))
     return out
 
 
@@ -157,6 +160,38 @@ def check_mismatch(net, results):
           not any("STEP OK" in t for t in texts), " | ".join(t.strip().splitlines()[-1][:160] for t in texts if t.strip()))
 
 
+def check_nonfinite(net, results):
+    """A rank whose check is off pushes a NaN it does not declare: refused by name on that rank, never applied
+    (a later run of the job pulls the initial weights), counted."""
+    script = ("import phub, phub.torch, torch, os\n"
+              "p = torch.nn.Parameter(torch.full((1000,), 0.5))\n"
+              "jid, port = os.environ['PHUB_JOB_NAN'].split(':')\n"
+              "rank = int(os.environ['RANK'])\n"
+              "opt = phub.torch.PSOptimizer([p], 'adam', lr=1e-2, job=int(jid), port_base=int(port), timeout_ms=4000,\n"
+              "                             check_finite=False)\n"
+              "p.grad = torch.ones(1000)\n"
+              "if rank == 1: p.grad[500] = float('nan')\n"
+              "try:\n    opt.step()\n    print('STEP OK')\nexcept phub.PhubError as e:\n    print('ERROR', e.name, e)\n")
+    outs = run(net, ["-c", script], list(range(WORLD)), env_of(net), timeout=60)
+    texts = [t.strip().splitlines()[-1] if t.strip() else "" for _, t in outs]
+    check(results, "an undeclared NaN push: PHUB_ERR_NONFINITE on its rank, naming the element",
+          texts[1].startswith("ERROR nonfinite") and "element 500" in texts[1] and not texts[0].startswith("STEP OK"),
+          " | ".join(t[:150] for t in texts))
+    # The job's next run keeps the weights (no fresh_weights): rank 0 pulls them without an init of its own.
+    pull = ("import phub, phub.torch, torch, os\n"
+            "p = torch.nn.Parameter(torch.full((1000,), 0.25))\n"
+            "jid, port = os.environ['PHUB_JOB_NAN'].split(':')\n"
+            "opt = phub.torch.PSOptimizer([p], 'adam', lr=1e-2, job=int(jid), port_base=int(port), init=False)\n"
+            "opt.client.pull(p.data.view(-1), 0)\n"
+            "seg = p[352:704]\n"
+            "print('WEIGHTS', float(seg.min()), float(seg.max()), bool(torch.isfinite(p).all()))\n")
+    outs = run(net, ["-c", pull], [0], env_of(net), timeout=60)
+    texts = [t.strip().splitlines()[-1] if t.strip() else "" for _, t in outs]
+    # (The segments without the NaN completed and were updated: a push is refused per segment.)
+    check(results, "the refused NaN was never applied: its segment keeps the initial 0.5, every weight finite",
+          texts == ["WEIGHTS 0.5 0.5 True"], " | ".join(texts))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -174,7 +209,13 @@ def main():
         full = phase(net, "ckpt-full", out, results)
         first = phase(net, "ckpt-first", out, results)
         check_mismatch(net, results)
+        check_nonfinite(net, results)
         counters, log = net.stop_server()
+        drops = counters.get("drops", {})
+        check(results, "server: the refused NaN push and the disagreeing sets counted as drops",
+              drops.get("nonfinite_refused", 0) > 0 and drops.get("hparams_mismatch", 0) > 0,
+              "nonfinite_refused %d, hparams_mismatch %d" % (drops.get("nonfinite_refused", 0),
+                                                             drops.get("hparams_mismatch", 0)))
         if recipes:
             check_recipes(recipes, counters, results)
         if sched:

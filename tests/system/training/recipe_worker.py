@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -86,8 +87,17 @@ def ps_recipe(name, rank, world, x, y, job_name=None):
             ref_skipped.append(step)
         ref_sched.step()
         worst = max(worst, rm.max_diff(model, ref))
-    return dict(recipe=name, max_diff=worst, skipped=skipped, ref_skipped=ref_skipped, unchanged=unchanged,
-                scales=scales, lrs=lrs[::25], stats=opt.client.stats())
+    summary = dict(recipe=name, max_diff=worst, skipped=skipped, ref_skipped=ref_skipped, unchanged=unchanged,
+                   scales=scales, lrs=lrs[::25], stats=opt.client.stats())
+    if job_name == "hier":
+        # Across racks the optimizer's state stays at each chunk's home hub: a named refusal, not a timeout.
+        t0 = time.time()
+        try:
+            opt.state_dict()
+            summary["state_dict"] = "returned"
+        except phub.PhubError as e:
+            summary["state_dict"] = "%s after %.1f s: %s" % (e.name, time.time() - t0, e)
+    return summary
 
 
 def hook_recipe(rank, world, x, y):

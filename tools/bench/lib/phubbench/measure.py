@@ -53,11 +53,12 @@ class LinkPassedNoArp(RuntimeError):
 
 
 def _server_goodput_once(exes, *, workers=8, dtype="fp32", elems=2_000_000, chunk_bytes=32768, lcores=1, mtu=1500,
-                         duration=3.0, window=64, bsize=None):
+                         duration=3.0, window=64, bsize=None, job=None, gen_args=()):
+    """job: extra fields of the job table (e.g. a ps job's mode and optimizer); gen_args: more pktgen options."""
     tag = _tag("srv")
     busy = procs.wait_quiet()
     with tempfile.TemporaryDirectory(prefix="phub-bench-") as d, procs.Cleanup() as c:
-        cfg, sock = _server_cfg(d, tag, job_table(workers, dtype, elems, chunk_bytes), lcores, mtu, bsize)
+        cfg, sock = _server_cfg(d, tag, job_table(workers, dtype, elems, chunk_bytes, **(job or {})), lcores, mtu, bsize)
         srv = server.start(exes["server"], cfg, "phubs-" + tag, c)
         gen_lcores = min(lcores, 2)
         stopped = {}
@@ -67,7 +68,7 @@ def _server_goodput_once(exes, *, workers=8, dtype="fp32", elems=2_000_000, chun
 
         status, s, err = pktgen.run(exes["pktgen"], prefix="phubg-" + tag, port=server.memif_device(sock, "client", bsize),
                                     args=["--server-config", cfg, "--duration", str(duration), "--window", str(window),
-                                          "--progress-ms", "0"],
+                                          "--progress-ms", "0"] + list(gen_args),
                                     lcores=gen_lcores, cpu=0, timeout=duration + 90, cleanup=c, before_exit=stop_server,
                                     zero_copy=GENERATOR_ZERO_COPY and bsize is None)
         sstatus, counters = stopped["r"]

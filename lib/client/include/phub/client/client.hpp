@@ -286,6 +286,7 @@ class Client {
   void service_transfer(uint64_t now);
   void send_transfer_batch(uint64_t now);
   void on_state_result(const proto::Header& h, std::span<const std::byte> payload);
+  [[nodiscard]] bool on_transfer_error(const proto::Header& h);  // an error answering a piece in flight
   [[nodiscard]] uint32_t state_piece_elems() const noexcept;
   void start_chunks(uint64_t now);
   void start_chunk(uint32_t slot, uint32_t chunk, uint64_t now);

@@ -35,6 +35,9 @@ struct JobSpec {
   agg::OptimizerParams optimizer;  // ps mode (step and grad_scale are set per update)
   Values values = Values::exact;
   bool crc = false;                // set the crc flag and the payload CRC32C on pushes
+  // ps: register a hyperparameter set with the job's own optimizer values and name it in the tail of every
+  // push (what PSOptimizer sends: docs/protocol.md, "Hyperparameters"); the results are the same.
+  bool hparams = false;
 };
 
 // Short text for logs: "job 'name' (id 1): allreduce mean, 8 workers, bf16, 1000000 elems".

@@ -44,8 +44,16 @@ void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& sl
 void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o, uint32_t seq,
                         std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept;
 
-// A whole frame into `out` (at least kFrameHeadersBytes + payload bytes); returns its length.
+// What follows a push's elements: the tail naming the job's hyperparameter set (Workload::push_tail), or nothing.
+[[nodiscard]] std::span<const std::byte> push_tail(const Workload& wl, const PushOrder& o) noexcept;
+
+// A whole frame into `out` (at least kFrameHeadersBytes + payload bytes + tail); returns its length.
 [[nodiscard]] size_t write_push_frame(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o,
                                       uint32_t seq, std::span<std::byte> out) noexcept;
+
+// The hparams message that registers the job's set (Workload::hparams) with server lcore `owner`, from rank 0's
+// address; returns its length (0: `out` too small).
+[[nodiscard]] size_t write_hparams_frame(const Workload& wl, const WorkerAddrs& a, uint16_t owner, uint32_t seq,
+                                         std::span<std::byte> out) noexcept;
 
 }  // namespace phub::gen

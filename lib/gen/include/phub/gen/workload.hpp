@@ -2,6 +2,7 @@
 // their rank-order fp32 sums, and the expected allreduce results. Built once; read-only afterwards.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -13,9 +14,13 @@
 #include "phub/gen/job_spec.hpp"
 #include "phub/gen/values.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/hparams.hpp"
 #include "phub/proto/layout.hpp"
 
 namespace phub::gen {
+
+// The hyperparameter set of a job's own configured optimizer (what the server applies without one).
+[[nodiscard]] proto::Hparams hparams_of(const agg::OptimizerParams& o);
 
 class Workload {
  public:
@@ -28,6 +33,12 @@ class Workload {
   [[nodiscard]] Dtype out_dtype() const noexcept { return spec_.dtype; }
   [[nodiscard]] size_t in_bytes() const noexcept { return dtype_bytes(spec_.dtype); }
   [[nodiscard]] const proto::AuthKey& key() const noexcept { return key_; }
+  // ps with spec().hparams: the hyperparameter set its pushes name, and the 8-byte tail that names it (empty
+  // otherwise). Pushes carry the tail, inits not.
+  [[nodiscard]] const proto::HparamsWire& hparams() const noexcept { return hparams_; }
+  [[nodiscard]] std::span<const std::byte> push_tail() const noexcept {
+    return std::span<const std::byte>(tail_.data(), spec_.hparams ? tail_.size() : 0);
+  }
   [[nodiscard]] bool authenticated() const noexcept { return !spec_.secret.empty(); }
   [[nodiscard]] uint64_t segments_total() const noexcept { return segments_total_; }
 
@@ -81,6 +92,8 @@ class Workload {
   JobSpec spec_;
   proto::Layout layout_;
   proto::AuthKey key_;
+  proto::HparamsWire hparams_{};
+  std::array<std::byte, proto::kTailBytes> tail_{};
   uint32_t seg_elems_ = 0;
   uint64_t segments_total_ = 0;
   std::vector<std::byte> pushes_;    // [k][rank][seg_bytes]
