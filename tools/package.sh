@@ -40,14 +40,20 @@ if [[ -z $version || $version != "$deb_version" ]]; then
 fi
 
 # The staging tree: the checkout's files with their modification times, so that the kept build directory
-# rebuilds only what changed since the last run.
-git -C "$root" rev-parse --git-dir >/dev/null 2>&1 || { echo "package: $root is not a git checkout" >&2; exit 1; }
+# rebuilds only what changed since the last run. In a git checkout, the files git sees (tracked, or untracked
+# and not ignored; safe.directory: the checkout may belong to another user than root); elsewhere (an unpacked
+# tarball), every file but the build directories.
 stage=$work/src/phub-$version
 rm -rf "$work/src"
 mkdir -p "$stage"
-(cd "$root" && git ls-files -z --cached --others --exclude-standard |
-  while IFS= read -r -d '' f; do [[ -e $f || -L $f ]] && printf '%s\0' "$f"; done |
-  tar --null -T - -cf -) | tar -xf - -C "$stage"
+git=(git -c safe.directory="$root" -C "$root")
+if "${git[@]}" rev-parse --git-dir >/dev/null 2>&1; then
+  (cd "$root" && "${git[@]}" ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [[ -e $f || -L $f ]] && printf '%s\0' "$f"; done |
+    tar --null -T - -cf -) | tar -xf - -C "$stage"
+else
+  (cd "$root" && tar --exclude='./build*' --exclude=./.git -cf - .) | tar -xf - -C "$stage"
+fi
 rm -rf "$stage/debian"
 cp -a "$root/tools/debian" "$stage/debian"
 
