@@ -23,3 +23,16 @@ if ((${#missing[@]} > 0)); then
 else
   echo "setup: all ${#pkgs[@]} packages present"
 fi
+
+# Grafana's published dashboard types and the TypeScript compiler, for the dashboard's schema check
+# (tests/system/grafana): npm packages pinned by tools/grafana/schema/package-lock.json, installed into
+# tools/grafana/schema/node_modules (git-ignored) when missing or older than the lock file.
+schema="$here/grafana/schema"
+if [[ ! -f $schema/node_modules/.package-lock.json || $schema/package-lock.json -nt $schema/node_modules/.package-lock.json ]]; then
+  echo "setup: installing Grafana's schema and TypeScript (npm ci in tools/grafana/schema)"
+  if ! command -v npm >/dev/null; then
+    echo "setup: npm is missing (this machine's nodejs comes without it: apt-get install npm)" >&2
+    exit 1
+  fi
+  (cd "$schema" && npm ci --no-audit --no-fund)
+fi

@@ -1,16 +1,14 @@
-// Heatmap rendering (cells, names, groups, labelled colour bar) and PNG encoding (libpng simplified API).
+// Heatmap drawing with cairo (cells, names, groups, labelled colour bar, legend) and PNG writing.
 #include "heatmap.hpp"
 
-#include <png.h>
+#include <cairo.h>
+#include <glib.h>
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
-#include <cstdio>
-#include <set>
+#include <memory>
 
-#include "font5x8.hpp"
 #include "report.hpp"
 
 namespace phub::probe {
@@ -18,7 +16,8 @@ namespace {
 
 using Rgb = std::array<uint8_t, 3>;
 
-constexpr unsigned kMargin = 8, kLine = 2;
+constexpr unsigned kMargin = 12, kLine = 2, kGap = 4, kStrip = 6, kTick = 4, kBarHeight = 14;
+constexpr double kTextSize = 13;  // group names, tick values, title and legend
 constexpr Rgb kInk{32, 32, 32}, kWhite{255, 255, 255}, kMissing{160, 160, 160}, kSelf{0, 0, 0};
 // One colour per group strip, in turn; excluded hosts get the missing-pair grey.
 constexpr std::array<Rgb, 8> kGroupColours{{{200, 60, 60}, {60, 110, 200}, {60, 160, 80}, {150, 80, 170},
@@ -35,124 +34,95 @@ Rgb colour(double t) {
   return c;
 }
 
+// A cairo image surface and its context: rectangles on whole pixels, text in kFontFamily with fixed
+// rendering options (grey antialiasing, slight hinting), so that the same text draws the same pixels anywhere.
 class Canvas {
  public:
-  Canvas(unsigned w, unsigned h) : img_{w, h, std::vector<uint8_t>(size_t{w} * h * 3, 255)} {}
-  void fill(unsigned x0, unsigned y0, unsigned w, unsigned h, Rgb c) {
-    for (unsigned y = y0; y < y0 + h && y < img_.height; ++y)
-      for (unsigned x = x0; x < x0 + w && x < img_.width; ++x)
-        std::copy(c.begin(), c.end(), img_.rgb.begin() + static_cast<long>((size_t{y} * img_.width + x) * 3));
+  Canvas(unsigned w, unsigned h)
+      : surface_(cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(w), static_cast<int>(h))),
+        cr_(cairo_create(surface_)) {
+    cairo_set_antialias(cr_, CAIRO_ANTIALIAS_NONE);
+    cairo_font_options_t* fo = cairo_font_options_create();
+    cairo_font_options_set_antialias(fo, CAIRO_ANTIALIAS_GRAY);
+    cairo_font_options_set_hint_style(fo, CAIRO_HINT_STYLE_SLIGHT);
+    cairo_font_options_set_hint_metrics(fo, CAIRO_HINT_METRICS_ON);
+    cairo_set_font_options(cr_, fo);
+    cairo_font_options_destroy(fo);
+    cairo_select_font_face(cr_, kFontFamily, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    fill(0, 0, w, h, kWhite);
   }
-  void text(const TextSpan& t, Rgb c) {
-    const std::u32string chars = font::decode_utf8(t.text);
-    const unsigned s = t.scale;
-    for (size_t i = 0; i < chars.size(); ++i) {
-      const font::Glyph& g = font::glyph(chars[i]);
-      for (unsigned gy = 0; gy < font::kGlyphHeight; ++gy)
-        for (unsigned gx = 0; gx < font::kGlyphWidth; ++gx) {
-          if (((g[gy] >> (font::kGlyphWidth - 1 - gx)) & 1u) == 0) continue;
-          const unsigned along = static_cast<unsigned>(i) * font::kAdvance + gx;
-          if (t.vertical) fill(t.x + gy * s, t.y - (along + 1) * s, s, s, c);
-          else fill(t.x + along * s, t.y + gy * s, s, s, c);
-        }
+  ~Canvas() {
+    cairo_destroy(cr_);
+    cairo_surface_destroy(surface_);
+  }
+  Canvas(const Canvas&) = delete;
+  Canvas& operator=(const Canvas&) = delete;
+
+  void fill(unsigned x, unsigned y, unsigned w, unsigned h, Rgb c) {
+    cairo_set_source_rgb(cr_, c[0] / 255.0, c[1] / 255.0, c[2] / 255.0);
+    cairo_rectangle(cr_, x, y, w, h);
+    cairo_fill(cr_);
+  }
+  // How far the text advances, and the height of a digit above the baseline (to centre text on a line).
+  double advance(const std::string& text, double size) { return extents(text, size).x_advance; }
+  double digit_height(double size) { return extents("0", size).height; }
+
+  // Draws `t` and records the pixels its ink covers.
+  void text(TextSpan& t, Rgb c) {
+    t.text = valid(t.text);
+    const cairo_text_extents_t e = extents(t.text, t.size);
+    double x0 = t.x + e.x_bearing, x1 = x0 + e.width, y0 = t.y + e.y_bearing, y1 = y0 + e.height;
+    if (t.vertical) {  // text space (u, v) lands on (x + v, y - u)
+      x0 = t.x + e.y_bearing, x1 = x0 + e.height, y1 = t.y - e.x_bearing, y0 = y1 - e.width;
     }
+    t.box_x = static_cast<int>(std::floor(x0)), t.box_y = static_cast<int>(std::floor(y0));
+    t.box_w = static_cast<int>(std::ceil(x1)) - t.box_x, t.box_h = static_cast<int>(std::ceil(y1)) - t.box_y;
+    cairo_save(cr_);
+    cairo_set_source_rgb(cr_, c[0] / 255.0, c[1] / 255.0, c[2] / 255.0);
+    cairo_set_font_size(cr_, t.size);
+    cairo_translate(cr_, t.x, t.y);
+    if (t.vertical) cairo_rotate(cr_, -M_PI / 2);
+    cairo_move_to(cr_, 0, 0);
+    cairo_show_text(cr_, t.text.c_str());
+    cairo_restore(cr_);
   }
-  Image take() { return std::move(img_); }
+
+  Image take() {
+    cairo_surface_flush(surface_);
+    Image img;
+    img.width = static_cast<unsigned>(cairo_image_surface_get_width(surface_));
+    img.height = static_cast<unsigned>(cairo_image_surface_get_height(surface_));
+    img.rgb.reserve(size_t{img.width} * img.height * 3);
+    const unsigned char* data = cairo_image_surface_get_data(surface_);
+    const int stride = cairo_image_surface_get_stride(surface_);
+    for (unsigned y = 0; y < img.height; ++y) {
+      const auto* row = reinterpret_cast<const uint32_t*>(data + static_cast<ptrdiff_t>(y) * stride);
+      for (unsigned x = 0; x < img.width; ++x) {
+        img.rgb.push_back(static_cast<uint8_t>(row[x] >> 16));
+        img.rgb.push_back(static_cast<uint8_t>(row[x] >> 8));
+        img.rgb.push_back(static_cast<uint8_t>(row[x]));
+      }
+    }
+    return img;
+  }
 
  private:
-  Image img_;
+  static std::string valid(const std::string& s) {  // cairo draws nothing more after invalid UTF-8
+    const std::unique_ptr<gchar, decltype(&g_free)> v(g_utf8_make_valid(s.data(), static_cast<gssize>(s.size())), g_free);
+    return v.get();
+  }
+  cairo_text_extents_t extents(const std::string& text, double size) {
+    cairo_set_font_size(cr_, size);
+    cairo_text_extents_t e{};
+    cairo_text_extents(cr_, valid(text).c_str(), &e);
+    return e;
+  }
+
+  cairo_surface_t* surface_;
+  cairo_t* cr_;
 };
 
-size_t chars_of(const std::string& s) { return font::decode_utf8(s).size(); }
-
-// The text between code points [from, to) of `s`.
-std::string slice(const std::string& s, size_t from, size_t to) {
-  const std::u32string cps = font::decode_utf8(s);
-  std::string out;
-  for (size_t i = from; i < to && i < cps.size(); ++i) {
-    const char32_t c = cps[i];
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += '?';  // the font has nothing beyond U+07FF anyway
-    }
-  }
-  return out;
-}
-
-// The longest suffix ".xxx" that every name has, holds a letter and leaves something before it.
-size_t common_domain_chars(const std::vector<std::string>& names) {
-  if (names.size() < 2) return 0;
-  const std::string& first = names.front();
-  size_t best = 0;
-  for (size_t dot = first.find('.'); dot != std::string::npos; dot = first.find('.', dot + 1)) {
-    const std::string suffix = first.substr(dot);
-    if (dot == 0 || std::none_of(suffix.begin(), suffix.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }))
-      continue;
-    const bool shared = std::all_of(names.begin(), names.end(), [&](const std::string& n) {
-      return n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
-    });
-    if (shared) {
-      best = suffix.size();
-      break;  // the first dot gives the longest suffix
-    }
-  }
-  return best;
-}
-
 }  // namespace
-
-std::vector<std::string> axis_labels(const std::vector<std::string>& names, size_t max_chars) {
-  const size_t domain = common_domain_chars(names);
-  std::vector<std::string> base;
-  for (const std::string& n : names) base.push_back(n.substr(0, n.size() - domain));
-  if (max_chars < 3) max_chars = 3;
-  std::vector<std::string> out;
-  // The end usually tells hosts apart (node-0017): it gets half the room, then more while labels collide,
-  // then less (a longer start) if that did not help.
-  std::vector<size_t> tails;
-  for (size_t tail = max_chars / 2; tail + 2 <= max_chars; ++tail) tails.push_back(tail);
-  for (size_t tail = max_chars / 2 - 1; tail >= 1; --tail) tails.push_back(tail);
-  for (size_t tail : tails) {
-    out.clear();
-    for (const std::string& b : base) {
-      const size_t len = chars_of(b);
-      out.push_back(len <= max_chars ? b : slice(b, 0, max_chars - 1 - tail) + "~" + slice(b, len - tail, len));
-    }
-    if (std::set<std::string>(out.begin(), out.end()).size() == out.size()) return out;
-  }
-  return tails.empty() ? base : out;
-}
-
-std::vector<double> scale_ticks(double lo_us, double hi_us, size_t max_ticks) {
-  if (!(lo_us > 0) || !std::isfinite(lo_us) || !(hi_us >= lo_us)) return {};
-  if (hi_us == lo_us) return {lo_us};
-  for (const std::vector<double>& steps : {std::vector<double>{1, 2, 5}, {1, 3}, {1}}) {
-    std::vector<double> ticks;
-    for (double decade = std::pow(10.0, std::floor(std::log10(lo_us))); decade <= hi_us; decade *= 10)
-      for (double m : steps)
-        if (const double v = m * decade; v >= lo_us * (1 - 1e-9) && v <= hi_us * (1 + 1e-9)) ticks.push_back(v);
-    if (ticks.size() < 2) return {lo_us, hi_us};
-    if (ticks.size() <= max_ticks) return ticks;
-  }
-  // Decades alone are still too many: every k-th of them.
-  std::vector<double> decades, out;
-  for (double d = std::pow(10.0, std::ceil(std::log10(lo_us))); d <= hi_us * (1 + 1e-9); d *= 10) decades.push_back(d);
-  const size_t k = (decades.size() + std::max<size_t>(max_ticks, 1) - 1) / std::max<size_t>(max_ticks, 1);
-  for (size_t i = 0; i < decades.size(); i += k) out.push_back(decades[i]);
-  return out;
-}
-
-std::string format_us(double us) {
-  char buf[32];
-  if (us >= 10000) std::snprintf(buf, sizeof buf, "%.0fk", us / 1000);
-  else if (us >= 10 || us == std::round(us)) std::snprintf(buf, sizeof buf, "%.0f", us);
-  else std::snprintf(buf, sizeof buf, "%.1f", us);
-  return buf;
-}
 
 Image render_heatmap(const topo::Matrix& m, const topo::Plan& plan, HeatmapLayout* layout_out) {
   HeatmapLayout L;
@@ -160,19 +130,20 @@ Image render_heatmap(const topo::Matrix& m, const topo::Plan& plan, HeatmapLayou
   for (size_t i = 0; i < m.size(); ++i)
     if (plan.clustering.group[i] < 0) L.order.push_back(i);
   const auto n = static_cast<unsigned>(L.order.size());
-  L.cell = std::clamp(512u / std::max(n, 1u), 4u, 48u);
+  L.cell = std::clamp(640u / std::max(n, 1u), 4u, 48u);
   L.side = n * L.cell;
-  const unsigned s = L.cell >= 2 * font::kGlyphHeight ? 2 : 1;  // text scale
-  const unsigned text_h = font::kGlyphHeight * s, gap = 3 * s;
-  L.strip = 3 * s;
+  L.strip = kStrip;
   const bool names = L.cell >= kMinLabelledCell;
+  const double name_size = std::clamp(L.cell - 1.0, 8.0, kTextSize);
+  Canvas ruler(1, 1);  // measures before the picture's size is known
+  const double name_digit = ruler.digit_height(name_size), digit = ruler.digit_height(kTextSize);
 
   // Host names, and the groups as runs of one group id along the order.
   std::vector<std::string> host_names;
   for (size_t h : L.order) host_names.push_back(m.hosts()[h].name);
   const std::vector<std::string> labels = names ? axis_labels(host_names) : std::vector<std::string>{};
-  size_t label_chars = 0;
-  for (const std::string& l : labels) label_chars = std::max(label_chars, chars_of(l));
+  double names_px = 0;
+  for (const std::string& l : labels) names_px = std::max(names_px, ruler.advance(l, name_size));
   std::vector<int> rack_of(m.size(), -1);
   for (size_t r = 0; r < plan.racks.members.size(); ++r)
     for (size_t h : plan.racks.members[r]) rack_of[h] = static_cast<int>(r);
@@ -182,23 +153,24 @@ Image render_heatmap(const topo::Matrix& m, const topo::Plan& plan, HeatmapLayou
       HeatmapLayout::Group grp{p, 0, {}};
       const int rack = rack_of[L.order[p]];
       grp.label.text = g < 0 ? "excluded" : rack >= 0 ? rack_name(static_cast<size_t>(rack)) : "group" + std::to_string(g + 1);
+      grp.label.size = kTextSize;
       L.groups.push_back(grp);
     }
     ++L.groups.back().count;
   }
-  size_t group_chars = 0;
-  for (const auto& g : L.groups) group_chars = std::max(group_chars, chars_of(g.label.text));
+  double group_px = 0;
+  for (const auto& g : L.groups) group_px = std::max(group_px, ruler.advance(g.label.text, kTextSize));
 
   // Left to right: names, strip, matrix, bracket and group names. Top to bottom: names, strip, matrix, bar.
-  const unsigned names_px = font::text_length(label_chars, s);
-  L.x0 = kMargin + names_px + (names ? gap : 0) + L.strip + kLine;
+  const auto names_end = kMargin + static_cast<unsigned>(std::ceil(names_px));
+  L.x0 = names_end + (names ? kGap : 0) + L.strip + kLine;
   L.y0 = L.x0;
-  const unsigned bracket_x = L.x0 + L.side + gap, group_x = bracket_x + 2 * s + gap;
+  const unsigned bracket_x = L.x0 + L.side + kGap, group_x = bracket_x + 4 + kGap;
   L.bar_x = L.x0;
   L.bar_w = L.side;
-  L.bar_h = 12 * s;
-  L.bar_y = L.y0 + L.side + 4 * gap;
-  const unsigned tick_len = 2 * s, ticks_y = L.bar_y + L.bar_h + tick_len + s;
+  L.bar_h = kBarHeight;
+  L.bar_y = L.y0 + L.side + 4 * kGap;
+  const auto ticks_baseline = static_cast<int>(L.bar_y + L.bar_h + kTick + 2 + std::ceil(digit));
 
   // The scale: log of the median RTT over the present pairs.
   double lo = INFINITY, hi = 0.0;
@@ -209,24 +181,32 @@ Image render_heatmap(const topo::Matrix& m, const topo::Plan& plan, HeatmapLayou
       else if (a != b) missing = true;
   const double span = hi > lo ? std::log(hi / lo) : 1.0;
   auto scale = [&](double us) { return std::isfinite(lo) ? std::log(std::max(us, lo) / lo) / span : 0.0; };
-  const unsigned widest_tick = font::text_length(5, s);
-  L.tick_us = scale_ticks(lo, hi, std::max<size_t>(2, L.side / (widest_tick + 2 * font::kAdvance * s)));
+  const double widest_tick = ruler.advance("000k", kTextSize);
+  L.tick_us = scale_ticks(lo, hi, std::max<size_t>(2, static_cast<size_t>(L.side / (widest_tick + 3 * kGap))));
+  double right = std::max<double>(L.x0 + L.side, group_x + group_px);
   for (double v : L.tick_us) {
     const unsigned x = L.bar_x + static_cast<unsigned>(std::lround(scale(v) * (L.bar_w - 1)));
-    const std::string text = format_us(v);
-    const unsigned w = font::text_length(chars_of(text), s);
+    TextSpan t{format_us(v), kTextSize};
+    t.x = std::max(0, static_cast<int>(std::lround(x - ruler.advance(t.text, kTextSize) / 2)));
+    t.y = ticks_baseline;
+    right = std::max(right, t.x + ruler.advance(t.text, kTextSize));
     L.tick_x.push_back(x);
-    L.tick_labels.push_back({text, x >= w / 2 ? x - w / 2 : 0, ticks_y, s, false});
+    L.tick_labels.push_back(t);
   }
-  L.title = {std::isfinite(lo) ? "median RTT, \u00b5s (log scale)" : "no pair was measured", L.bar_x,
-             ticks_y + text_h + gap, s, false};
-  const unsigned legend_x = L.title.x + font::text_length(chars_of(L.title.text), s) + 4 * gap;
-  const TextSpan missing_label{"missing", legend_x + text_h + gap, L.title.y, s, false};
-
-  unsigned width = std::max(group_x + font::text_length(group_chars, s),
-                            (missing ? missing_label.x + font::text_length(7, s) : L.title.x + font::text_length(chars_of(L.title.text), s)));
-  for (const TextSpan& t : L.tick_labels) width = std::max(width, t.x + font::text_length(chars_of(t.text), s));
-  Canvas c(width + kMargin, L.title.y + text_h + kMargin);
+  L.title = {std::isfinite(lo) ? "median RTT, \u00b5s (log scale)" : "no pair was measured", kTextSize};
+  L.title.x = static_cast<int>(L.bar_x);
+  L.title.y = static_cast<int>(ticks_baseline + std::ceil(kTextSize * 1.5));
+  const double title_end = L.title.x + ruler.advance(L.title.text, kTextSize);
+  const auto swatch_x = static_cast<unsigned>(std::ceil(title_end)) + 6 * kGap;
+  const auto swatch = static_cast<unsigned>(std::ceil(digit)) + 2;
+  if (missing) {
+    L.missing_label = {"missing", kTextSize};
+    L.missing_label.x = static_cast<int>(swatch_x + swatch + kGap);
+    L.missing_label.y = L.title.y;
+    right = std::max(right, L.missing_label.x + ruler.advance(L.missing_label.text, kTextSize));
+  }
+  right = std::max(right, title_end);
+  Canvas c(static_cast<unsigned>(std::ceil(right)) + kMargin, static_cast<unsigned>(L.title.y + std::ceil(kTextSize * 0.3)) + kMargin);
 
   // Cells, then white lines on group boundaries.
   for (unsigned r = 0; r < n; ++r)
@@ -250,53 +230,66 @@ Image render_heatmap(const topo::Matrix& m, const topo::Plan& plan, HeatmapLayou
     const unsigned inset = g > 0 ? kLine / 2 : 0;  // strips stop where the white line starts
     c.fill(L.x0 - kLine - L.strip, L.y0 + from + inset, L.strip, len - inset, col);
     c.fill(L.x0 + from + inset, L.y0 - kLine - L.strip, len - inset, L.strip, col);
-    c.fill(bracket_x, L.y0 + from + inset + s, s, len - inset - 2 * s, kInk);
-    c.fill(bracket_x, L.y0 + from + inset + s, 2 * s, s, kInk);
-    c.fill(bracket_x, L.y0 + from + len - 2 * s, 2 * s, s, kInk);
-    const unsigned mid = L.y0 + from + len / 2;
-    grp.label.x = group_x;
-    grp.label.y = mid >= text_h / 2 ? mid - text_h / 2 : 0;
-    grp.label.scale = s;
+    c.fill(bracket_x, L.y0 + from + inset + 1, 2, len - inset - 2, kInk);
+    c.fill(bracket_x, L.y0 + from + inset + 1, 4, 2, kInk);
+    c.fill(bracket_x, L.y0 + from + len - 3, 4, 2, kInk);
+    grp.label.x = static_cast<int>(group_x);
+    grp.label.y = static_cast<int>(std::lround(L.y0 + from + len / 2.0 + digit / 2));
     c.text(grp.label, kInk);
   }
 
   // Host names: right-aligned before the rows, and reading upwards above the columns.
   for (unsigned p = 0; p < labels.size(); ++p) {
-    const unsigned w = font::text_length(chars_of(labels[p]), s), centre = (L.cell - text_h) / 2;
-    const unsigned end = L.x0 - kLine - L.strip - gap;
-    L.row_labels.push_back({labels[p], end - w, L.y0 + p * L.cell + centre, s, false});
-    L.col_labels.push_back({labels[p], L.x0 + p * L.cell + centre, end, s, true});
-    c.text(L.row_labels.back(), kInk);
-    c.text(L.col_labels.back(), kInk);
+    const auto centre = static_cast<int>(std::lround(p * L.cell + L.cell / 2.0 + name_digit / 2));
+    TextSpan row{labels[p], name_size};
+    row.x = static_cast<int>(std::lround(names_end - ruler.advance(labels[p], name_size)));
+    row.y = static_cast<int>(L.y0) + centre;
+    TextSpan column{labels[p], name_size, true, static_cast<int>(L.x0) + centre, static_cast<int>(names_end)};
+    c.text(row, kInk);
+    c.text(column, kInk);
+    L.row_labels.push_back(row);
+    L.col_labels.push_back(column);
   }
 
-  // The colour bar, its ticks and their values, the title and the missing-pair swatch.
+  // The colour bar, its ticks and their values, the title and the legend of the missing-pair grey.
   for (unsigned x = 0; x < L.bar_w; ++x)
     c.fill(L.bar_x + x, L.bar_y, 1, L.bar_h, colour(static_cast<double>(x) / std::max(L.bar_w - 1, 1u)));
   for (size_t i = 0; i < L.tick_x.size(); ++i) {
-    c.fill(L.tick_x[i] >= s / 2 ? L.tick_x[i] - s / 2 : 0, L.bar_y + L.bar_h, s, tick_len, kInk);
+    c.fill(L.tick_x[i] >= 1 ? L.tick_x[i] - 1 : 0, L.bar_y + L.bar_h, 2, kTick, kInk);
     c.text(L.tick_labels[i], kInk);
   }
   c.text(L.title, kInk);
   if (missing) {
-    c.fill(legend_x, L.title.y, text_h - s, text_h - s, kMissing);
-    c.text(missing_label, kInk);
+    c.fill(swatch_x, static_cast<unsigned>(L.title.y) - swatch + 1, swatch, swatch, kMissing);
+    c.text(L.missing_label, kInk);
   }
   if (layout_out != nullptr) *layout_out = std::move(L);
   return c.take();
 }
 
+Image render_text(TextSpan& t, unsigned width, unsigned height) {
+  Canvas c(width, height);
+  c.text(t, kInk);
+  return c.take();
+}
+
 Expected<void, std::string> write_png(const std::string& path, const Image& img) {
-  png_image pi{};
-  pi.version = PNG_IMAGE_VERSION;
-  pi.width = img.width;
-  pi.height = img.height;
-  pi.format = PNG_FORMAT_RGB;
-  if (png_image_write_to_file(&pi, path.c_str(), 0, img.rgb.data(), 0, nullptr) == 0) {
-    std::string msg = "cannot write " + path + ": " + pi.message;
-    png_image_free(&pi);
-    return unexpected(std::move(msg));
+  cairo_surface_t* s =
+      cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(img.width), static_cast<int>(img.height));
+  cairo_surface_flush(s);
+  unsigned char* data = cairo_image_surface_get_data(s);
+  const int stride = cairo_image_surface_get_stride(s);
+  for (unsigned y = 0; data != nullptr && y < img.height; ++y) {
+    auto* row = reinterpret_cast<uint32_t*>(data + static_cast<ptrdiff_t>(y) * stride);
+    for (unsigned x = 0; x < img.width; ++x) {
+      const uint8_t* p = &img.rgb[(size_t{y} * img.width + x) * 3];
+      row[x] = uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2];
+    }
   }
+  cairo_surface_mark_dirty(s);
+  const cairo_status_t st = cairo_surface_write_to_png(s, path.c_str());
+  cairo_surface_destroy(s);
+  if (st != CAIRO_STATUS_SUCCESS) return unexpected("cannot write " + path + ": " + cairo_status_to_string(st));
   return {};
 }
 

@@ -1,5 +1,5 @@
-// PNG heatmap of the RTT matrix in planned order: host names on both axes, group boundaries, strips and
-// labels, and a colour bar labelled in µs.
+// PNG heatmap of the RTT matrix in planned order, drawn with cairo in DejaVu Sans: host names on both axes,
+// group boundaries, strips and labels, and a colour bar labelled in µs with a legend.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +16,15 @@ struct Image {
   std::vector<uint8_t> rgb;  // row-major, 3 bytes per pixel
 };
 
-// Text as drawn with the 5x8 font (font5x8.hpp), each font pixel a `scale` x `scale` block. Horizontal text:
-// (x, y) is the top left of the first glyph. Vertical text reads bottom to top: x is its left edge (the
-// glyphs' top rows) and y is one past its bottom end, where the first glyph starts.
+// A piece of text in the picture. Horizontal text starts at (x, y), the left end of its baseline. Vertical
+// text reads bottom to top: (x, y) is the bottom end of its baseline, and the glyphs' tops point left.
 struct TextSpan {
   std::string text;
-  unsigned x = 0, y = 0, scale = 1;
+  double size = 12;  // font size in pixels
   bool vertical = false;
+  int x = 0, y = 0;
+  // The pixels its glyphs may touch (a pixel of margin around their ink), set where it is drawn.
+  int box_x = 0, box_y = 0, box_w = 0, box_h = 0;
 };
 
 // Where render_heatmap put things; the tests read the picture through it.
@@ -41,15 +43,19 @@ struct HeatmapLayout {
   std::vector<unsigned> tick_x;
   std::vector<TextSpan> tick_labels;
   TextSpan title;
+  TextSpan missing_label;  // beside the grey swatch; empty text when no pair is missing
 };
 
 inline constexpr size_t kMaxLabelChars = 12;
-// The smallest cell that still gets a host name beside it (the font's height): up to 64 hosts.
-inline constexpr unsigned kMinLabelledCell = 8;
+// The smallest cell that still gets a host name beside it: up to 64 hosts.
+inline constexpr unsigned kMinLabelledCell = 10;
+// The font of every label (Debian's fonts-dejavu-core, found through fontconfig).
+inline constexpr const char* kFontFamily = "DejaVu Sans";
 
 // Axis labels for `names`: a suffix after a dot that every name shares and that holds a letter (a common
-// domain) is dropped, then names longer than `max_chars` keep their start and end around a '~'. The end gets
-// half the room, or as much more (else as much less) as the labels need to stay distinct, where possible.
+// domain) is dropped, then names longer than `max_chars` characters keep their start and end around a '~'.
+// The end gets half the room, or as much more (else as much less) as the labels need to stay distinct, where
+// possible. Bytes that are not valid UTF-8 become U+FFFD.
 [[nodiscard]] std::vector<std::string> axis_labels(const std::vector<std::string>& names,
                                                    size_t max_chars = kMaxLabelChars);
 
@@ -61,6 +67,10 @@ inline constexpr unsigned kMinLabelledCell = 8;
 // Hosts in ring order, excluded hosts last. Colour: log of the median RTT, dark = near, yellow = far;
 // grey = missing pair, black = diagonal; white lines separate groups.
 [[nodiscard]] Image render_heatmap(const topo::Matrix& m, const topo::Plan& plan, HeatmapLayout* layout = nullptr);
+
+// `t` alone, drawn as render_heatmap draws its text, on white paper of the given size, its box set (for the
+// tests).
+[[nodiscard]] Image render_text(TextSpan& t, unsigned width, unsigned height);
 
 [[nodiscard]] Expected<void, std::string> write_png(const std::string& path, const Image& img);
 

@@ -4,40 +4,37 @@
 #include <cstdio>
 
 #include "phub/base/ipv4.hpp"
-#include "phub/base/json_writer.hpp"
+#include "phub/base/json.hpp"
 
 namespace phub::probe {
 namespace {
 
+// One row per host; a missing pair is null, the diagonal 0.
 template <class Fn>
-void matrix_field(JsonWriter& j, std::string_view key, const topo::Matrix& m, Fn value) {
-  j.begin_array(key);
+Json matrix_field(const topo::Matrix& m, Fn value) {
+  Json rows = Json::array();
   for (size_t i = 0; i < m.size(); ++i) {
-    j.begin_array({}, true);
+    Json row = Json::array();
     for (size_t k = 0; k < m.size(); ++k) {
       const topo::PairStats& p = m.at(i, k);
-      if (i != k && !p.present) j.null();
-      else j.item(i == k ? 0.0 : value(p));
+      if (i != k && !p.present) row.push_back(nullptr);
+      else row.push_back(i == k ? 0.0 : value(p));
     }
-    j.end_array();
+    rows.push_back(std::move(row));
   }
-  j.end_array();
+  return rows;
 }
 
-void order_field(JsonWriter& j, std::string_view key, const topo::Matrix& m, const std::vector<size_t>& order) {
-  j.begin_array(key, true);
-  for (size_t h : order) j.item(m.hosts()[h].name);
-  j.end_array();
+Json names_of(const topo::Matrix& m, const std::vector<size_t>& order) {
+  Json names = Json::array();
+  for (size_t h : order) names.push_back(m.hosts()[h].name);
+  return names;
 }
 
-void predicted(JsonWriter& j, const topo::Predicted& p) {
-  j.begin_object("predicted_s")
-      .value("planned", p.planned_s)
-      .value("identity", p.identity_s)
-      .value("random_median", p.random_median_s)
-      .end_object();
-  j.value("speedup_vs_identity", p.identity_s / p.planned_s);
-  j.value("speedup_vs_random_median", p.random_median_s / p.planned_s);
+void predicted(Json& j, const topo::Predicted& p) {
+  j["predicted_s"] = {{"planned", p.planned_s}, {"identity", p.identity_s}, {"random_median", p.random_median_s}};
+  j["speedup_vs_identity"] = p.identity_s / p.planned_s;
+  j["speedup_vs_random_median"] = p.random_median_s / p.planned_s;
 }
 
 // A Lua string literal (quotes, backslashes and control characters escaped).
@@ -68,62 +65,52 @@ std::string rack_name(size_t rack) { return "rack" + std::to_string(rack + 1); }
 std::string report_json(const PlanInputs& in) {
   const topo::Matrix& m = in.matrix;
   const topo::Plan& p = in.plan;
-  JsonWriter j;
-  j.begin_object().value("format", "phub-probe-report").value("version", 1.0);
-  j.begin_array("hosts");
+  Json j;
+  j["format"] = "phub-probe-report";
+  j["version"] = 1;
+  Json& hosts = j["hosts"] = Json::array();
   for (size_t i = 0; i < m.size(); ++i) {
     const topo::Host& h = m.hosts()[i];
-    j.begin_object().value("name", h.name).value("addr", h.addr).value("port", h.port);
-    j.value("group", p.clustering.group[i]).value("confidence", p.clustering.confidence[i]);
-    j.value("excluded", p.clustering.group[i] < 0).value("flagged", static_cast<bool>(p.clustering.flagged[i]));
     bool unreachable = false;
     for (size_t u : in.probe.unreachable) unreachable = unreachable || u == i;
-    j.value("agent_unreachable", unreachable).value("missing_pairs", m.missing_of(i));
-    j.end_object();
+    hosts.push_back({{"name", h.name}, {"addr", h.addr}, {"port", h.port}, {"group", p.clustering.group[i]},
+                     {"confidence", p.clustering.confidence[i]}, {"excluded", p.clustering.group[i] < 0},
+                     {"flagged", static_cast<bool>(p.clustering.flagged[i])}, {"agent_unreachable", unreachable},
+                     {"missing_pairs", m.missing_of(i)}});
   }
-  j.end_array();
-  j.value("groups", p.clustering.groups).value("separation", p.clustering.separation);
-  j.begin_object("matrix");
-  matrix_field(j, "rtt_median_us", m, [](const topo::PairStats& s) { return s.median_us; });
-  matrix_field(j, "rtt_min_us", m, [](const topo::PairStats& s) { return s.min_us; });
-  matrix_field(j, "rtt_p90_us", m, [](const topo::PairStats& s) { return s.p90_us; });
-  matrix_field(j, "loss", m, [](const topo::PairStats& s) { return s.loss(); });
-  if (m.has_bandwidth()) matrix_field(j, "bw_bytes_per_s", m, [](const topo::PairStats& s) { return s.bw_bytes_per_s; });
-  j.end_object();
-  j.begin_object("ring");
-  order_field(j, "order", m, p.ring);
-  j.value("exact", p.ring_exact).value("weight_us", p.ring_weight_us);
-  predicted(j, p.ring_cost);
-  j.end_object();
-  j.begin_object("tree");
-  order_field(j, "order", m, p.tree.order);
-  j.begin_array("parent_rank", true);
-  for (long r : p.tree.parent) j.item(r);
-  j.end_array();
-  predicted(j, p.tree_cost);
-  j.end_object();
-  j.begin_array("racks");
+  j["groups"] = p.clustering.groups;
+  j["separation"] = p.clustering.separation;
+  Json& matrix = j["matrix"];
+  matrix["rtt_median_us"] = matrix_field(m, [](const topo::PairStats& s) { return s.median_us; });
+  matrix["rtt_min_us"] = matrix_field(m, [](const topo::PairStats& s) { return s.min_us; });
+  matrix["rtt_p90_us"] = matrix_field(m, [](const topo::PairStats& s) { return s.p90_us; });
+  matrix["loss"] = matrix_field(m, [](const topo::PairStats& s) { return s.loss(); });
+  if (m.has_bandwidth()) matrix["bw_bytes_per_s"] = matrix_field(m, [](const topo::PairStats& s) { return s.bw_bytes_per_s; });
+  Json& ring = j["ring"];
+  ring["order"] = names_of(m, p.ring);
+  ring["exact"] = p.ring_exact;
+  ring["weight_us"] = p.ring_weight_us;
+  predicted(ring, p.ring_cost);
+  Json& tree = j["tree"];
+  tree["order"] = names_of(m, p.tree.order);
+  tree["parent_rank"] = p.tree.parent;
+  predicted(tree, p.tree_cost);
+  Json& racks = j["racks"] = Json::array();
   for (size_t r = 0; r < p.racks.members.size(); ++r) {
-    j.begin_object().value("name", rack_name(r));
-    j.value("hub", m.hosts()[p.racks.hub[r]].name).value("hub_addr", m.hosts()[p.racks.hub[r]].addr);
-    order_field(j, "hosts", m, p.racks.members[r]);
-    j.begin_array("ranks", true);
-    for (size_t h : p.racks.members[r]) j.item(rank_of(p.ring, h));
-    j.end_array().end_object();
+    Json ranks = Json::array();
+    for (size_t h : p.racks.members[r]) ranks.push_back(rank_of(p.ring, h));
+    racks.push_back({{"name", rack_name(r)}, {"hub", m.hosts()[p.racks.hub[r]].name},
+                     {"hub_addr", m.hosts()[p.racks.hub[r]].addr}, {"hosts", names_of(m, p.racks.members[r])},
+                     {"ranks", std::move(ranks)}});
   }
-  j.end_array();
-  j.begin_object("model").value("kind", "alpha-beta, uplink shared by transfers leaving a group");
-  j.value("bytes", in.options.model_bytes).value("default_bw_bytes_per_s", in.options.default_bw_bytes_per_s);
-  j.value("random_orders", in.options.random_orders).end_object();
+  j["model"] = {{"kind", "alpha-beta, uplink shared by transfers leaving a group"}, {"bytes", in.options.model_bytes},
+                {"default_bw_bytes_per_s", in.options.default_bw_bytes_per_s},
+                {"random_orders", in.options.random_orders}};
   if (in.probe.measured) {
-    j.begin_object("probe").value("samples_per_pair", in.probe.samples);
-    j.value("bandwidth", in.probe.bandwidth).value("wall_s", in.probe.wall_s);
-    j.begin_array("unreachable", true);
-    for (size_t u : in.probe.unreachable) j.item(m.hosts()[u].name);
-    j.end_array().end_object();
+    j["probe"] = {{"samples_per_pair", in.probe.samples}, {"bandwidth", in.probe.bandwidth},
+                  {"wall_s", in.probe.wall_s}, {"unreachable", names_of(m, in.probe.unreachable)}};
   }
-  j.end_object();
-  return j.str();
+  return json_text(std::move(j));
 }
 
 std::string openmpi_hostfile(const PlanInputs& in) {

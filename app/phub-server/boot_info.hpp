@@ -8,7 +8,7 @@
 
 namespace phub::server {
 
-// One JSON object on one line: {"eal_args": [...], "ports": [{"name": ..., "device": ...}, ...]}.
+// One JSON object (phub/base/json.hpp): {"eal_args": [...], "ports": [{"name": ..., "device": ...}, ...]}.
 // eal_args are the arguments the server would give the EAL (the config's, or --eal's, plus those after --).
 [[nodiscard]] std::string boot_info_json(const config::Config& cfg, const std::vector<std::string>& eal_args);
 

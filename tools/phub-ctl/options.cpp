@@ -1,9 +1,7 @@
-// Command-line parsing of phub-ctl.
+// Command-line parsing of phub-ctl (CLI11, through lib/cli).
 #include "options.hpp"
 
-#include <cmath>
-#include <cstdlib>
-
+#include "phub/cli/cli.hpp"
 #include "phub/config/config.hpp"
 #include "phub/ctl/command.hpp"
 
@@ -14,28 +12,36 @@ constexpr double kDefaultTimeoutS = 10;
 constexpr double kReloadTimeoutS = 30;
 constexpr double kCheckpointTimeoutS = 120;  // a round boundary (up to 5 s) and writing a large file
 
-Expected<double, std::string> seconds(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > 86400) {
-    return unexpected("--timeout: '" + text + "' is not a number of seconds in (0, 86400]");
-  }
-  return v;
+std::unique_ptr<CLI::App> make(Options& o) {
+  auto app = cli::make_app("usage: phub-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS]\n",
+                           "Sends one command to phub-server's control socket and prints the answer.",
+                           ctl::command_help() +
+                               "A FILE given to reload is sent as an absolute path.\n"
+                               "exit status: 0 done, 1 the server answered with an error, 2 no server to talk to,\n"
+                               "             3 no complete answer (timeout, connection lost), 64 bad usage\n");
+  app->add_option("--socket", o.socket_path, "the server's control socket (control.socket_path)")
+      ->type_name("PATH")
+      ->check(cli::non_empty())
+      ->capture_default_str();
+  app->add_option("--timeout", o.timeout_s,
+                  "wait at most this long for the answer (default 10; 30 for reload, 120 for checkpoint)")
+      ->type_name("SECONDS")
+      ->check(cli::number_in(0, 86400, true));
+  // The command and its arguments, as given: options after the command are the command's.
+  app->add_option("COMMAND", o.words, "the command and its arguments")->type_name("");
+  app->positionals_at_end();
+  return app;
+}
+
+Options defaults() {
+  Options o;
+  o.socket_path = config::Control{}.socket_path;
+  return o;
 }
 
 }  // namespace
 
-std::string usage() {
-  return "usage: phub-ctl [--socket PATH] [--timeout SECONDS] COMMAND [ARGS]\n"
-         "  --socket PATH      the server's control socket (control.socket_path; default " +
-         config::Control{}.socket_path +
-         ")\n"
-         "  --timeout SECONDS  wait at most this long for the answer (default 10; 30 for reload, 120 for checkpoint)\n" +
-         ctl::command_help() +
-         "A FILE given to reload is sent as an absolute path.\n"
-         "exit status: 0 done, 1 the server answered with an error, 2 no server to talk to,\n"
-         "             3 no complete answer (timeout, connection lost), 64 bad usage\n";
-}
+std::string usage() { return cli::help_text(make, defaults()); }
 
 double default_timeout_s(const std::vector<std::string>& words) {
   if (!words.empty() && words[0] == "reload") return kReloadTimeoutS;
@@ -44,38 +50,7 @@ double default_timeout_s(const std::vector<std::string>& words) {
 }
 
 Expected<Options, std::string> parse_options(int argc, char** argv) {
-  Options o;
-  o.socket_path = config::Control{}.socket_path;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a.empty() || a[0] != '-') break;
-    const size_t eq = a.find('=');
-    const std::string flag = a.substr(0, eq);
-    auto value = [&]() -> Expected<std::string, std::string> {
-      if (eq != std::string::npos) return a.substr(eq + 1);
-      if (i + 1 >= argc) return unexpected(flag + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-    } else if (flag == "--socket") {
-      auto v = value();
-      if (!v) return unexpected(v.error());
-      if (v->empty()) return unexpected(std::string("--socket: the path is empty"));
-      o.socket_path = *v;
-    } else if (flag == "--timeout") {
-      auto v = value();
-      if (!v) return unexpected(v.error());
-      auto s = seconds(*v);
-      if (!s) return unexpected(s.error());
-      o.timeout_s = *s;
-    } else {
-      return unexpected("unknown option '" + a + "'");
-    }
-  }
-  for (; i < argc; ++i) o.words.emplace_back(argv[i]);
-  return o;
+  return cli::parse_options(make, std::vector<std::string>(argv + 1, argv + argc), defaults());
 }
 
 }  // namespace phub::ctl_tool

@@ -5,37 +5,27 @@
 
 #include <cmath>
 
-#include "phub/base/json_writer.hpp"
+#include "phub/base/json.hpp"
 
 namespace phub::pktgen {
 namespace {
 
-void write_record(JsonWriter& w, std::string_view key, const Record& r);
+Json to_json_value(const Record& r);
 
-void write_value(JsonWriter& w, std::string_view key, const Value& v) {
-  if (const auto* d = std::get_if<double>(&v)) {
-    w.value(key, *d);
-  } else if (const auto* s = std::get_if<std::string>(&v)) {
-    w.value(key, std::string_view(*s));
-  } else if (const auto* b = std::get_if<bool>(&v)) {
-    w.value(key, *b);
-  } else {
-    write_record(w, key, *std::get<std::shared_ptr<Record>>(v));
-  }
+Json to_json_value(const Value& v) {
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  if (const auto* b = std::get_if<bool>(&v)) return *b;
+  return to_json_value(*std::get<std::shared_ptr<Record>>(v));
 }
 
-void write_record(JsonWriter& w, std::string_view key, const Record& r) {
-  if (r.array) {
-    w.begin_array(key);
-  } else {
-    w.begin_object(key);
+Json to_json_value(const Record& r) {
+  Json out = r.array ? Json::array() : Json::object();
+  for (const auto& [k, v] : r.fields) {
+    if (r.array) out.push_back(to_json_value(v));
+    else out[k] = to_json_value(v);
   }
-  for (const auto& [k, v] : r.fields) write_value(w, k, v);
-  if (r.array) {
-    w.end_array();
-  } else {
-    w.end_object();
-  }
+  return out;
 }
 
 void push_value(lua_State* L, const Value& v) {
@@ -82,11 +72,7 @@ double Record::number(const std::string& key, double fallback) const {
   return d ? *d : fallback;
 }
 
-std::string Record::to_json() const {
-  JsonWriter w;
-  write_record(w, {}, *this);
-  return w.str();
-}
+std::string Record::to_json() const { return json_text(to_json_value(*this)); }
 
 void push_lua(lua_State* L, const Record& r) {
   lua_createtable(L, r.array ? static_cast<int>(r.fields.size()) : 0, r.array ? 0 : static_cast<int>(r.fields.size()));

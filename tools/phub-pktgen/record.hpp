@@ -22,7 +22,7 @@ struct Record {
   Record& push(Value v) { return set("", std::move(v)); }
   [[nodiscard]] const Value* find(const std::string& key) const;
   [[nodiscard]] double number(const std::string& key, double fallback = 0) const;
-  // JSON text (phub/base/json_writer.hpp), ending with a newline.
+  // JSON text (phub/base/json.hpp), ending with a newline.
   [[nodiscard]] std::string to_json() const;
 };
 

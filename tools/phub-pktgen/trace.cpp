@@ -1,6 +1,7 @@
 // Writing replayable traces and verifying a server's recorded results.
 #include "trace.hpp"
 
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "phub/gen/pcap.hpp"
 #include "phub/gen/push_frame.hpp"
 #include "phub/gen/verifier.hpp"
+#include "phub/proto/frame.hpp"
 
 namespace phub::pktgen {
 namespace {
@@ -48,9 +50,13 @@ Expected<Record, std::string> write_trace(const Target& t, const TraceOptions& o
   std::vector<std::byte> frame(16384);
   uint64_t ts_us = 0, bytes = 0;
   uint32_t seq = 0;
+  std::array<uint64_t, size_t{proto::kOpcodeMax} + 1> written{};  // frames by the opcode they carry
   auto put = [&](TraceJob& j, uint32_t slot, const gen::PushOrder& order) -> Expected<void, std::string> {
     const size_t len = gen::write_push_frame(j.wl, j.addrs, (*j.slots)[slot], order, seq++, frame);
     bytes += len;
+    auto f = proto::parse_phub_frame(std::span<const std::byte>(frame.data(), len));
+    if (!f) return unexpected("pktgen: a trace frame does not parse: " + std::string(proto::parse_error_name(f.error())));
+    ++written[static_cast<size_t>(f->hdr.opcode)];
     return w->write(std::span(frame.data(), len), ts_us++);
   };
   for (auto& j : *jobs) {  // ps: rank 0's initial weights first
@@ -74,6 +80,11 @@ Expected<Record, std::string> write_trace(const Target& t, const TraceOptions& o
   rec.set("frames", static_cast<double>(w->frames()));
   rec.set("bytes", static_cast<double>(bytes));
   rec.set("rounds", static_cast<double>(o.rounds));
+  auto opcodes = object();  // what the file holds, counted frame by frame as written (e.g. for tshark)
+  for (size_t op = proto::kOpcodeMin; op < written.size(); ++op) {
+    if (written[op] != 0) opcodes->set(std::string(proto::opcode_name(static_cast<proto::Opcode>(op))), static_cast<double>(written[op]));
+  }
+  rec.set("opcodes", opcodes);
   auto expect = list();
   for (const auto& j : *jobs) {
     const gen::JobSpec& s = j.wl.spec();

@@ -14,17 +14,17 @@ Coeffs derive_coeffs(const OptimizerParams& p) noexcept {
   const double bias_corr2 = 1.0 - std::pow(beta2, step);
   return Coeffs{
       .grad_scale = p.grad_scale,
-      .weight_decay = p.weight_decay,
+      .weight_decay = static_cast<float>(p.weight_decay),
       .neg_lr = static_cast<float>(-lr),
-      .momentum = p.momentum,
-      .decay_mult = static_cast<float>(1.0 - lr * static_cast<double>(p.weight_decay)),
-      .beta1 = p.beta1,
+      .momentum = static_cast<float>(p.momentum),
+      .decay_mult = static_cast<float>(1.0 - lr * p.weight_decay),
+      .beta1 = static_cast<float>(beta1),
       .one_minus_beta1 = static_cast<float>(1.0 - beta1),
-      .beta2 = p.beta2,
+      .beta2 = static_cast<float>(beta2),
       .one_minus_beta2 = static_cast<float>(1.0 - beta2),
       .bias_corr2_sqrt = static_cast<float>(std::sqrt(bias_corr2)),
       .neg_step_size = static_cast<float>(-(lr / bias_corr1)),
-      .eps = p.eps,
+      .eps = static_cast<float>(p.eps),
   };
 }
 

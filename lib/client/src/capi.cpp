@@ -110,11 +110,12 @@ int with_client(phub_client* c, F&& f) noexcept {
   });
 }
 
-int post(phub_client* c, OpKind kind, uint32_t key, const void* src, void* dst, phub_request** req) {
+int post(phub_client* c, OpKind kind, uint32_t key, const void* src, void* dst, phub_request** req,
+         const phub::client::StepSettings& step = {}) {
   if (req == nullptr) return report(PHUB_ERR_INVALID_ARGUMENT, "request pointer is NULL");
   *req = nullptr;
   return with_client(c, [&](phub::client::Client& cl, std::unique_lock<std::mutex>&) {
-    auto id = cl.post(kind, key, static_cast<const std::byte*>(src), static_cast<std::byte*>(dst));
+    auto id = cl.post(kind, key, static_cast<const std::byte*>(src), static_cast<std::byte*>(dst), step);
     if (!id) return report(id.error());
     *req = new phub_request{*id};
     return ok();
@@ -176,6 +177,8 @@ const char* phub_status_name(int status) {
     case PHUB_ERR_EPOCH: return "epoch";
     case PHUB_ERR_DRAINED: return "drained";
     case PHUB_ERR_RESUMED: return "resumed";
+    case PHUB_ERR_HPARAMS: return "hparams";
+    case PHUB_ERR_NONFINITE: return "nonfinite";
     default: return "unknown";
   }
 }
@@ -259,12 +262,72 @@ int phub_step_async(phub_client* c, uint32_t key, const void* grads, void* weigh
   return post(c, OpKind::step, key, grads, weights, req);
 }
 
-int phub_wait(phub_client* c, phub_request* req) {
+int phub_wait(phub_client* c, phub_request* req) { return phub_wait_ex(c, req, nullptr); }
+
+int phub_wait_ex(phub_client* c, phub_request* req, uint32_t* result_flags) {
   if (req == nullptr) return report(PHUB_ERR_INVALID_ARGUMENT, "request is NULL");
   const phub::client::OpId id = req->id;
   delete req;
+  if (result_flags != nullptr) *result_flags = 0;
   return with_client(c, [&](phub::client::Client& cl, std::unique_lock<std::mutex>& lock) {
-    auto r = cl.wait(id, &lock);
+    bool skipped = false;
+    auto r = cl.wait(id, &lock, &skipped);
+    if (result_flags != nullptr && skipped) *result_flags |= PHUB_RESULT_SKIPPED;
+    return r ? ok() : report(r.error());
+  });
+}
+
+void phub_hparams_init(phub_hparams* h) {
+  if (h == nullptr) return;
+  std::memset(h, 0, sizeof *h);
+  h->struct_size = sizeof *h;
+}
+
+int phub_register_hparams(phub_client* c, const phub_hparams* h, uint64_t* id) {
+  if (h == nullptr || id == nullptr) return report(PHUB_ERR_INVALID_ARGUMENT, "hparams or id is NULL");
+  if (h->struct_size != sizeof(phub_hparams)) {
+    return report(PHUB_ERR_INVALID_ARGUMENT, "hparams.struct_size is not sizeof(phub_hparams): call phub_hparams_init");
+  }
+  if (h->optimizer > PHUB_OPT_ADAMW) return report(PHUB_ERR_INVALID_ARGUMENT, "hparams.optimizer is not a PHUB_OPT_*");
+  if (h->nesterov > 1) return report(PHUB_ERR_INVALID_ARGUMENT, "hparams.nesterov is not 0 or 1");
+  phub::proto::Hparams p;
+  p.family = static_cast<phub::proto::HparamsFamily>(h->optimizer);
+  p.nesterov = h->nesterov != 0;
+  p.lr = h->lr;
+  p.momentum = h->momentum;
+  p.beta1 = h->beta1;
+  p.beta2 = h->beta2;
+  p.eps = h->eps;
+  p.weight_decay = h->weight_decay;
+  return with_client(c, [&](phub::client::Client& cl, std::unique_lock<std::mutex>&) {
+    auto r = cl.register_hparams(p);
+    if (!r) return report(r.error());
+    *id = *r;
+    return ok();
+  });
+}
+
+int phub_step_ex(phub_client* c, uint32_t key, const void* grads, void* weights, uint64_t hparams_id, uint32_t flags,
+                 phub_request** req) {
+  if ((flags & ~PHUB_STEP_NONFINITE) != 0) return report(PHUB_ERR_INVALID_ARGUMENT, "flags has unknown bits");
+  return post(c, OpKind::step, key, grads, weights, req,
+              phub::client::StepSettings{hparams_id, (flags & PHUB_STEP_NONFINITE) != 0});
+}
+
+int phub_state_pull(phub_client* c, uint32_t key, int array, float* dst, uint64_t* step) {
+  if (dst == nullptr) return report(PHUB_ERR_INVALID_ARGUMENT, "buffer is NULL");
+  if (array < PHUB_STATE_MASTER || array > PHUB_STATE_MOMENT2) return report(PHUB_ERR_INVALID_ARGUMENT, "array is not a PHUB_STATE_*");
+  return with_client(c, [&](phub::client::Client& cl, std::unique_lock<std::mutex>& lock) {
+    auto r = cl.state_pull(key, static_cast<uint8_t>(array), dst, step, &lock);
+    return r ? ok() : report(r.error());
+  });
+}
+
+int phub_state_init(phub_client* c, uint32_t key, int array, const float* src, uint64_t step) {
+  if (src == nullptr) return report(PHUB_ERR_INVALID_ARGUMENT, "buffer is NULL");
+  if (array < PHUB_STATE_MASTER || array > PHUB_STATE_MOMENT2) return report(PHUB_ERR_INVALID_ARGUMENT, "array is not a PHUB_STATE_*");
+  return with_client(c, [&](phub::client::Client& cl, std::unique_lock<std::mutex>& lock) {
+    auto r = cl.state_init(key, static_cast<uint8_t>(array), src, step, &lock);
     return r ? ok() : report(r.error());
   });
 }

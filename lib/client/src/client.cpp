@@ -18,7 +18,7 @@ namespace {
 constexpr uint64_t kInitialWindowPackets = 64;
 
 uint64_t packet_payload_bytes(const Options& o) noexcept {
-  return uint64_t{proto::segment_elems(o.mtu, o.dtype)} * dtype_bytes(o.dtype);
+  return uint64_t{proto::job_segment_elems(o.mtu, o.dtype, o.mode == Mode::ps)} * dtype_bytes(o.dtype);
 }
 
 }  // namespace
@@ -107,7 +107,7 @@ Client::Op* Client::lookup(OpId id) noexcept {
   return &ops_[id.slot];
 }
 
-Result<OpId> Client::post(OpKind kind, uint32_t key, const std::byte* src, std::byte* dst) {
+Result<OpId> Client::post(OpKind kind, uint32_t key, const std::byte* src, std::byte* dst, const StepSettings& step) {
   if (broken_) return unexpected(*broken_);
   if (resume_ == Resume::pending) return fail(PHUB_ERR_RESUMED, resume_why_);
   if (!plan_) {
@@ -121,6 +121,14 @@ Result<OpId> Client::post(OpKind kind, uint32_t key, const std::byte* src, std::
   if (ps == (kind == OpKind::allreduce)) {
     return fail(PHUB_ERR_STATE, ps ? "allreduce needs an allreduce-mode job (config.mode is ps: use step)"
                                    : "init, step and pull need a ps-mode job (config.mode is allreduce)");
+  }
+  if ((step.hparams != 0 || step.nonfinite) && kind != OpKind::step) {
+    return fail(PHUB_ERR_INVALID_ARGUMENT, "hyperparameters and a non-finite declaration belong to a ps step");
+  }
+  if (step.hparams != 0) {
+    const HparamsSet* s = find_set(step.hparams);
+    if (s == nullptr) return fail(PHUB_ERR_INVALID_ARGUMENT, "hyperparameter set " + std::to_string(step.hparams) + " is not registered");
+    if (!s->refused.empty()) return fail(PHUB_ERR_HPARAMS, s->refused);
   }
   const bool needs_src = kind != OpKind::pull;
   const bool needs_dst = kind != OpKind::init_send;
@@ -144,6 +152,7 @@ Result<OpId> Client::post(OpKind kind, uint32_t key, const std::byte* src, std::
   op.key = key;
   op.src = src;
   op.dst = dst;
+  op.step = step;
   op.first_chunk = plan_->layout().first_chunk(key);
   op.next_chunk = op.first_chunk;
   op.end_chunk = op.next_chunk + plan_->layout().key_chunk_count(key);
@@ -156,12 +165,13 @@ Result<OpId> Client::post(OpKind kind, uint32_t key, const std::byte* src, std::
   return OpId{slot, gen};
 }
 
-Expected<void, Error> Client::wait(OpId id, std::unique_lock<std::mutex>* lock) {
+Expected<void, Error> Client::wait(OpId id, std::unique_lock<std::mutex>* lock, bool* skipped) {
   if (lookup(id) == nullptr) return fail(PHUB_ERR_INVALID_ARGUMENT, "unknown or already finished request");
   while (true) {
     const uint64_t now = now_ns();
     pump(now);
     if (ops_[id.slot].done) {
+      if (skipped != nullptr) *skipped = ops_[id.slot].skipped;
       Error e = std::move(ops_[id.slot].err);
       release(id);
       if (e.code != PHUB_OK) return unexpected(std::move(e));

@@ -52,7 +52,7 @@ Expected<void, Error> validate(const Options& o) {
   }
   if (o.mtu < 576 || o.mtu > 9000) return bad("mtu", "must be 576..9000");
   if (!dtype_valid(static_cast<uint8_t>(o.dtype))) return bad("dtype", "must be fp32, fp16 or bf16");
-  if (proto::segment_elems(o.mtu, o.dtype) == 0) return bad("mtu", "leaves no room for elements");
+  if (proto::job_segment_elems(o.mtu, o.dtype, o.mode == Mode::ps) == 0) return bad("mtu", "leaves no room for elements");
   if (o.round_modulus == 1) return bad("round_modulus", "must be 0 or at least 2");
   if (o.timeout_ms == 0) return bad("timeout_ms", "must be at least 1");
   if (o.rto_min_us == 0) return bad("rto_min_us", "must be at least 1");

@@ -13,7 +13,7 @@ Result<Plan> Plan::build(const Options& o, std::span<const uint64_t> key_elems) 
   lp.key_elems.assign(key_elems.begin(), key_elems.end());
   lp.chunk_elems = o.chunk_bytes / 4;  // the server keeps fp32 state: chunks are counted in fp32 elements
   lp.owners = static_cast<uint16_t>(owners);
-  lp.segment_elems = proto::segment_elems(o.mtu, o.dtype);
+  lp.segment_elems = proto::job_segment_elems(o.mtu, o.dtype, o.mode == Mode::ps);
   auto layout = proto::Layout::build(lp);
   if (!layout) return fail(PHUB_ERR_INVALID_ARGUMENT, layout.error());
 

@@ -2,6 +2,7 @@
 // deadlines, and the bookkeeping of finished or failed requests (loss recovery: recovery.cpp).
 #include <algorithm>
 
+#include "phub/base/bytes.hpp"
 #include "phub/client/client.hpp"
 #include "phub/client/clock.hpp"
 #include "phub/proto/auth.hpp"
@@ -23,6 +24,7 @@ void Client::pump(uint64_t now) {
   }
   service_timers(now);
   if (all_joined()) start_chunks(now);
+  if (transfer_.active) service_transfer(now);
   flush();
   check_deadlines(now);
 }
@@ -45,6 +47,12 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
   proto::Header h;
   h.opcode = opc;
   h.flags = retransmit ? proto::flag::retransmit : 0;
+  // A ps step's pushes name their round's hyperparameter set in the tail and may declare it non-finite.
+  const StepSettings none;
+  const StepSettings& step = opc == proto::Opcode::push && chunks_[chunk].op != kNone ? ops_[chunks_[chunk].op].step : none;
+  if (step.nonfinite) h.flags |= proto::flag::nonfinite;
+  const uint32_t tail_bytes = step.hparams != 0 && with_payload ? static_cast<uint32_t>(proto::kTailBytes) : 0u;
+  if (tail_bytes != 0) h.flags |= proto::flag::tail;
   h.dtype = opt_.dtype;
   h.job_id = opt_.job_id;
   h.rank = opt_.rank;
@@ -63,10 +71,12 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
     if (with_payload) {
       payload = payload_base + plan_->key_byte_offset(chunk, seg);
       bytes = static_cast<uint32_t>(n * plan_->elem_bytes());
-      h.payload_bytes = static_cast<uint16_t>(bytes);
+      h.payload_bytes = static_cast<uint16_t>(bytes + tail_bytes);
+      if (tail_bytes != 0) store_be<uint64_t>(headers_[queue_.size()].data() + proto::kHeaderBytes, step.hparams);
       if (opt_.crc && !(session.active && session.payload_mac)) {  // the MAC takes the crc32c field
         h.flags |= proto::flag::crc;
-        h.crc32c = proto::crc32c(std::span(payload, bytes));
+        h.crc32c = proto::crc32c(std::span(payload, bytes),
+                                 std::span(headers_[queue_.size()].data() + proto::kHeaderBytes, tail_bytes));
       }
       st_.payload_bytes_sent += bytes;
     }
@@ -74,15 +84,14 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
   h.seq = seq_++;
   ++marks_;
   const size_t i = queue_.size();
-  auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
+  auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i].data(), proto::kHeaderBytes);
   proto::write_header(h, wire);
   if (session.active) {
-    seal_for_session(owner, h, wire, std::span(payload, bytes));
+    seal_for_session(owner, h, wire, std::span(payload, bytes), std::span(headers_[i].data() + proto::kHeaderBytes, tail_bytes));
   } else if (authenticated_) {
     proto::sign_header(auth_, wire);
   }
-  queue_.push_back(OutPacket{plan_->endpoint(chunk), headers_[i].data(), payload, bytes,
-                             payload != nullptr ? chunks_[chunk].op : kNone});
+  queue_packet(plan_->endpoint(chunk), payload, bytes, payload != nullptr ? chunks_[chunk].op : kNone, tail_bytes);
 }
 
 bool Client::make_room(size_t packets) {
@@ -107,7 +116,7 @@ void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, 
   const Membership& m = members_[owner];
   if (join) h.payload_bytes = proto::kJoinPayloadBytes;
   const size_t i = queue_.size();
-  auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i]);
+  auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i].data(), proto::kHeaderBytes);
   proto::write_header(h, wire);
   if (join) {
     if (authenticated_) proto::seal_handshake(handshake_auth_, wire, m.join_payload);
@@ -116,28 +125,32 @@ void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, 
   } else if (authenticated_) {
     proto::sign_header(auth_, wire);
   }
-  queue_.push_back(OutPacket{endpoint_of_owner(owner), headers_[i].data(), join ? m.join_payload.data() : nullptr,
-                             join ? static_cast<uint32_t>(proto::kJoinPayloadBytes) : 0u, kNone});
+  queue_packet(endpoint_of_owner(owner), join ? m.join_payload.data() : nullptr,
+               join ? static_cast<uint32_t>(proto::kJoinPayloadBytes) : 0u, kNone);
 }
 
 void Client::seal_for_session(uint32_t owner, const proto::Header& h, std::span<std::byte, proto::kHeaderBytes> wire,
-                              std::span<const std::byte> payload) {
-  // The payload goes out from the caller's tensor, apart from the header.
+                              std::span<const std::byte> payload, std::span<const std::byte> tail) {
+  // The payload goes out from the caller's tensor, apart from the header (and the tail, after it).
   Session& s = members_[owner].session;
   const bool elements = h.opcode == proto::Opcode::push || h.opcode == proto::Opcode::init;
-  proto::seal_session_header(proto::worker_to_server(s.keys), wire, payload, s.reply, s.next_tx_seq++,
+  proto::seal_session_header(proto::worker_to_server(s.keys), wire, payload, tail, s.reply, s.next_tx_seq++,
                              s.payload_mac && elements);
 }
 
 void Client::unqueue(uint32_t slot) {
+  unqueue_if([slot](const OutPacket& p) { return p.op == slot; });
+}
+
+void Client::unqueue_if(const std::function<bool(const OutPacket&)>& drop) {
   size_t kept = 0;
   for (size_t i = 0; i < queue_.size(); ++i) {
-    if (queue_[i].op == slot) continue;
+    if (drop(queue_[i])) continue;
     if (kept != i) {
       headers_[kept] = headers_[i];
       queue_[kept] = queue_[i];
     }
-    queue_[kept].header = headers_[kept].data();
+    repoint(kept);
     ++kept;
   }
   queue_.resize(kept);
@@ -161,7 +174,7 @@ void Client::flush() {
   for (size_t i = n; i < queue_.size(); ++i) {
     headers_[i - n] = headers_[i];
     queue_[i - n] = queue_[i];
-    queue_[i - n].header = headers_[i - n].data();
+    repoint(i - n);
   }
   queue_.resize(queue_.size() - n);
 }
@@ -174,6 +187,7 @@ void Client::start_chunks(uint64_t now) {
       const uint32_t c = op.next_chunk;
       if (chunks_[c].op != kNone) return;  // an earlier request still uses this chunk: keep the order
       if (!window_.may_send(uint64_t{plan_->layout().chunk(c).elems} * plan_->elem_bytes())) return;
+      if (op.step.hparams != 0) ensure_hparams(lane_of(c), op.step.hparams, now);
       if (!make_room(op.kind == OpKind::pull ? 1 : plan_->segments(c))) return;
       start_chunk(slot, c, now);
       ++op.next_chunk;
@@ -280,6 +294,7 @@ uint64_t Client::next_wake(uint64_t now) const noexcept {
   uint64_t wake = UINT64_MAX;
   for (uint32_t slot : live_) wake = std::min(wake, ops_[slot].deadline_ns);
   for (const auto& r : pull_retries_) wake = std::min(wake, r.first);
+  if (transfer_.active) wake = std::min({wake, transfer_.resend_ns, transfer_.deadline_ns});
   for (uint32_t l = 0; l < lanes_.size(); ++l) {
     const Lanes::Lane& lane = lanes_.lane(l);
     if (lane.count != 0) wake = std::min(wake, lane.timer_ns);

@@ -5,6 +5,7 @@
 
 #include "phub/client/client.hpp"
 #include "phub/client/clock.hpp"
+#include "phub/proto/hparams.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/session_packet.hpp"
 
@@ -65,8 +66,12 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
     ++st_.stale;
     return;
   }
-  if (h->opcode == proto::Opcode::result) {
+  if (h->opcode == proto::Opcode::result && h->status != proto::Status::ok) {
+    on_state_result(*h, bytes.subspan(proto::kHeaderBytes, h->payload_bytes));
+  } else if (h->opcode == proto::Opcode::result) {
     on_result(*h, bytes.subspan(proto::kHeaderBytes, h->payload_bytes), now);
+  } else if (h->opcode == proto::Opcode::hparams) {
+    on_hparams_answer(*h, o);
   } else if (h->opcode == proto::Opcode::error) {
     on_error(*h);
   } else {
@@ -153,6 +158,10 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
                                                              (mean ? "mean" : "sum") + ", the client was told " +
                                                              (opt_.mean ? "mean" : "sum") + " (config.reduce)"});
   }
+  if ((h.flags & proto::flag::tail) != 0) {
+    ++st_.malformed;  // a round's result carries no tail
+    return;
+  }
   const uint64_t gs = plan_->first_segment(c) + seg;
   if (!tracker_.mark(gs)) {
     ++st_.duplicates;
@@ -160,6 +169,8 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
     return;
   }
   if (op.dst != nullptr) std::memcpy(op.dst + plan_->key_byte_offset(c, seg), payload.data(), payload.size());
+  // A skipped round (a rank declared it non-finite) answers with the weights as they were.
+  if (op.kind == OpKind::step && (h.flags & proto::flag::nonfinite) != 0) ops_[slot].skipped = true;
   members_[lane_of(c)].used = true;
   st_.payload_bytes_received += payload.size();
   const uint64_t bytes = segment_bytes(c, seg);
@@ -180,6 +191,7 @@ void Client::on_result(const proto::Header& h, std::span<const std::byte> payloa
 void Client::on_error(const proto::Header& h) {
   ++st_.errors_received;
   if (h.status == proto::Status::round_stalled) ++st_.stalls_reported;
+  if (on_hparams_error(h)) return;
   if (h.chunk_id >= plan_->chunk_count()) {
     if (h.status != proto::Status::unknown_chunk || live_.empty()) {
       ++st_.stale;
@@ -226,6 +238,32 @@ void Client::on_error(const proto::Header& h) {
       break;
     case proto::Status::bad_request:
       fail_op(slot, bad_request_error(h));
+      break;
+    case proto::Status::hparams_unknown:
+      // The lcore does not hold the round's set (its registration was lost, or the lcore restarted): register
+      // it there again, then push the chunk again.
+      if (HparamsSet* s = find_set(op.step.hparams); s != nullptr && op.kind == OpKind::step) {
+        const uint32_t owner = lane_of(c);
+        s->acked[owner] = 0;
+        s->sent_ns[owner] = 0;
+        const uint64_t now = now_ns();
+        ensure_hparams(owner, s->id, now);
+        (void)resend_chunk(c, now);
+      } else {
+        fail_op(slot, Error{PHUB_ERR_PROTOCOL, chunk + ": the server asks for a hyperparameter set this step did not name"});
+      }
+      break;
+    case proto::Status::hparams_mismatch:
+      fail_op(slot, Error{PHUB_ERR_HPARAMS, chunk + ", round " + std::to_string(cs.round) + ": the ranks sent different "
+                                            "hyperparameters for the round (lr, momentum, betas, eps, weight_decay "
+                                            "or the parameter group of the key differ between workers); the server "
+                                            "applies none of them"});
+      break;
+    case proto::Status::nonfinite:
+      fail_op(slot, Error{PHUB_ERR_NONFINITE, chunk + ", round " + std::to_string(cs.round) + ": the server refused "
+                                              "this rank's push: element " + std::to_string(h.aux) + " of it is NaN "
+                                              "or Inf and the step did not declare it (the job refuses undeclared "
+                                              "non-finite values: declare them, e.g. PSOptimizer's check)"});
       break;
   }
 }

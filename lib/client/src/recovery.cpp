@@ -127,6 +127,7 @@ bool Client::expire_chunk(uint32_t c, uint32_t expiries, uint64_t now) {
   ChunkState& cs = chunks_[c];
   const Op& op = ops_[cs.op];
   const uint32_t segs = plan_->segments(c);
+  if (op.step.hparams != 0) ensure_hparams(lane_of(c), op.step.hparams, now);  // unless acknowledged
   if (!make_room(cs.missing)) return false;
   switch (op.kind) {
     case OpKind::allreduce:

@@ -63,7 +63,7 @@ Result<std::unique_ptr<Transport>> Transport::open(const Options& o) {
   t->dice_ = FaultDice(o.faults.seed);
 
   t->msgs_.resize(kSendBatch);
-  t->iovs_.resize(kSendBatch * kMaxGsoSegments * 2);
+  t->iovs_.resize(kSendBatch * kMaxGsoSegments * kIovsPerPacket);
   t->addrs_.resize(kSendBatch);
   t->cmsgs_.resize(kSendBatch * kCmsgSpace);
   t->group_packets_.resize(kSendBatch);
@@ -86,23 +86,24 @@ Transport::~Transport() {
 
 size_t Transport::fill_message(size_t m, std::span<const OutPacket> pkts) {
   const OutPacket& first = pkts[0];
-  const size_t dgram = proto::kHeaderBytes + first.payload_bytes;
+  const size_t dgram = first.datagram_bytes();
   size_t n = 1;
   if (gso_) {
     size_t total = dgram;
     while (n < pkts.size() && n < kMaxGsoSegments && pkts[n].to == first.to) {
-      const size_t next = proto::kHeaderBytes + pkts[n].payload_bytes;
+      const size_t next = pkts[n].datagram_bytes();
       if (next > dgram || total + next > kMaxGsoBytes) break;
       total += next;
       ++n;
       if (next < dgram) break;  // only the last segment of a GSO batch may be shorter
     }
   }
-  iovec* iov = &iovs_[m * kMaxGsoSegments * 2];
+  iovec* iov = &iovs_[m * kMaxGsoSegments * kIovsPerPacket];
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {
     iov[k++] = iovec{const_cast<std::byte*>(pkts[i].header), proto::kHeaderBytes};
     if (pkts[i].payload_bytes != 0) iov[k++] = iovec{const_cast<std::byte*>(pkts[i].payload), pkts[i].payload_bytes};
+    if (pkts[i].tail_bytes != 0) iov[k++] = iovec{const_cast<std::byte*>(pkts[i].tail), pkts[i].tail_bytes};
   }
   auto* sin = reinterpret_cast<sockaddr_in*>(&addrs_[m]);
   *sin = sockaddr_in{};
@@ -178,15 +179,18 @@ std::span<const OutPacket> Transport::apply_faults(std::span<const OutPacket> pk
   }
   // Copy the held packets: the caller's header memory is reused after this call.
   size_t bytes = 0;
-  for (const auto& p : held_) bytes += proto::kHeaderBytes + p.payload_bytes;
+  for (const auto& p : held_) bytes += p.datagram_bytes();
   held_bytes_.resize(bytes);
   size_t at = 0;
   for (auto& p : held_) {
-    std::memcpy(&held_bytes_[at], p.header, proto::kHeaderBytes);
-    if (p.payload_bytes != 0) std::memcpy(&held_bytes_[at + proto::kHeaderBytes], p.payload, p.payload_bytes);
-    p.header = &held_bytes_[at];
-    p.payload = &held_bytes_[at + proto::kHeaderBytes];
-    at += proto::kHeaderBytes + p.payload_bytes;
+    std::byte* to = &held_bytes_[at];
+    std::memcpy(to, p.header, proto::kHeaderBytes);
+    if (p.payload_bytes != 0) std::memcpy(to + proto::kHeaderBytes, p.payload, p.payload_bytes);
+    if (p.tail_bytes != 0) std::memcpy(to + proto::kHeaderBytes + p.payload_bytes, p.tail, p.tail_bytes);
+    p.header = to;
+    p.payload = to + proto::kHeaderBytes;
+    p.tail = to + proto::kHeaderBytes + p.payload_bytes;
+    at += p.datagram_bytes();
   }
   for (const auto& p : held) {
     faulted_.push_back(p);

@@ -11,6 +11,7 @@ namespace {
 
 constexpr std::pair<std::string_view, JobMode> kModes[] = {{"allreduce", JobMode::allreduce}, {"ps", JobMode::ps}};
 constexpr std::pair<std::string_view, Reduce> kReduce[] = {{"sum", Reduce::sum}, {"mean", Reduce::mean}};
+constexpr std::pair<std::string_view, Nonfinite> kNonfinite[] = {{"refuse", Nonfinite::refuse}, {"pass", Nonfinite::pass}};
 constexpr std::pair<std::string_view, Dtype> kDtypes[] = {
     {"fp32", Dtype::fp32}, {"fp16", Dtype::fp16}, {"bf16", Dtype::bf16}};
 constexpr std::pair<std::string_view, OptimizerKind> kOptimizers[] = {{"sgd", OptimizerKind::sgd},
@@ -138,6 +139,9 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
   r.choice<Reduce>("reduce", j.reduce, kReduce);
   r.choice<Dtype>("dtype", j.dtype, kDtypes);
   r.boolean("deterministic", j.deterministic);
+  // A non-finite value in a ps job's weights stays there for good: refused unless the job says otherwise.
+  j.nonfinite = j.mode == JobMode::ps ? Nonfinite::refuse : Nonfinite::pass;
+  r.choice<Nonfinite>("nonfinite", j.nonfinite, kNonfinite);
   convert_workers(r, j);
   r.integer("port_base", j.port_base, 1, 65535, true);
   r.string("secret", j.secret);

@@ -22,6 +22,7 @@ std::string describe_job(const Job& j, size_t nlcores) {
   if (j.mode == JobMode::allreduce) s += " " + std::string(reduce_name(j.reduce));
   if (j.mode == JobMode::ps) s += " " + std::string(optimizer_name(j.optimizer.kind));
   s.append(" ").append(dtype_name(j.dtype)).append(j.deterministic ? " deterministic" : "");
+  s += j.nonfinite == Nonfinite::refuse ? ", non-finite refused" : ", non-finite passed";
   s += ", " + std::to_string(j.workers) + " workers, " + std::to_string(j.keys.size()) + " keys " +
        std::to_string(elems) + " elems, chunk " + format_size(j.chunk_bytes);
   s += ", udp " + std::to_string(j.port_base) + ".." + std::to_string(j.port_base + std::max<size_t>(nlcores, 1) - 1);

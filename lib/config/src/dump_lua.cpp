@@ -128,6 +128,7 @@ void dump_job(Writer& w, const Job& j) {
   w.text("reduce", reduce_name(j.reduce));
   w.text("dtype", dtype_name(j.dtype));
   w.field("deterministic", j.deterministic ? "true" : "false");
+  w.text("nonfinite", j.nonfinite == Nonfinite::refuse ? "refuse" : "pass");
   if (j.worker_ipv4.empty()) {
     w.field("workers", j.workers);
   } else {

@@ -28,7 +28,10 @@ CaptureTiming capture_timing(const JobMath& m, const Chunk& c, uint32_t round) n
   return CaptureTiming::missed;
 }
 
-uint64_t step_after(const Chunk& c, uint32_t round) noexcept { return c.round == round ? c.step + 1 : c.step; }
+// A complete round not advanced yet adds its update to the count, unless it was skipped (updated nothing).
+uint64_t step_after(const Chunk& c, uint32_t round) noexcept {
+  return c.round == round && c.updated ? c.step + 1 : c.step;
+}
 
 void copy_state_slice(const Chunk& c, CheckpointCapture& cap, uint64_t offset, uint32_t first, uint32_t n) noexcept {
   const float* from[3] = {c.weights, c.moment1, c.moment2};
@@ -44,6 +47,9 @@ void install_chunk_state(const JobMath& m, Chunk& c, uint32_t round, const std::
     std::memcpy(to[a], arrays[a].data() + offset, static_cast<size_t>(c.elems) * sizeof(float));
   }
   c.step = step;
+  c.trained = step > 0;
+  c.state_loaded = false;
+  c.prev_skipped = false;
   c.initialized = true;
   c.init_segs = c.segments;
   for (uint32_t s = 0; s < c.segments; ++s) c.init_bits[s / 64] |= uint64_t{1} << (s % 64);

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <optional>
 
+#include "phub/proto/header.hpp"
+
 namespace phub::engine {
 namespace {
 
@@ -55,11 +57,15 @@ void reduce_segment(const JobMath& m, Chunk& c, uint32_t off, uint32_t n) noexce
   std::byte* out = c.out[c.cur] + static_cast<size_t>(off) * dtype_bytes(m.out_dtype);
   const float scale = m.mean ? 1.0f / static_cast<float>(m.workers) : 1.0f;
   if (m.ps) {
-    agg::OptimizerParams p = m.optimizer;
-    p.step = c.step + 1;
-    p.grad_scale = scale;
-    m.kernels->optimize(p, c.weights + off, c.moment1 ? c.moment1 + off : nullptr,
-                        c.moment2 ? c.moment2 + off : nullptr, c.acc + off, n);
+    // A round a rank declared non-finite changes nothing: its result is the weights as they are.
+    if (!c.skip) {
+      agg::OptimizerParams p = c.hp;
+      p.step = c.step + 1;
+      p.grad_scale = scale;
+      m.kernels->optimize(p, c.weights + off, c.moment1 ? c.moment1 + off : nullptr,
+                          c.moment2 ? c.moment2 + off : nullptr, c.acc + off, n);
+      c.updated = true;
+    }
     m.kernels->narrow(out, c.weights + off, m.out_dtype, n);
   } else {
     float* sum = sum_of(m, c) + off;
@@ -113,6 +119,26 @@ PushResult complete_rack_part(const JobMath& m, Chunk& c, uint32_t seg) noexcept
   return PushResult::segment_complete;
 }
 
+// A ps contribution to the current round: the round takes the first one's hyperparameter set, a later one must
+// name the same; any may declare the round non-finite. Nullopt when it may be counted.
+std::optional<PushResult> take_intent(const JobMath& m, Chunk& c, const RoundIntent& intent) noexcept {
+  if (!m.ps) return std::nullopt;
+  if (!c.hp_set) {
+    const agg::OptimizerParams* p = &m.optimizer;
+    if (intent.hparams_id != 0) {
+      p = intent.sets != nullptr ? intent.sets->find(intent.hparams_id) : nullptr;
+      if (p == nullptr) return PushResult::hparams_unknown;
+    }
+    c.hp_set = true;
+    c.hp_id = intent.hparams_id;
+    c.hp = *p;
+  } else if (c.hp_id != intent.hparams_id) {
+    return PushResult::hparams_mismatch;
+  }
+  if (intent.nonfinite) c.skip = true;
+  return std::nullopt;
+}
+
 // What every contribution to `round` is checked against first: nullopt when it is the chunk's round.
 std::optional<PushResult> round_gate(const JobMath& m, const Chunk& c, uint32_t round) noexcept {
   if (m.round_modulus != 0 && round >= m.round_modulus) return PushResult::bad_round;
@@ -128,6 +154,10 @@ void clear_round_state(const JobMath& m, Chunk& c) noexcept {
   c.segs_done = 0;
   c.first_tsc = 0;
   c.stall_reported_tsc = 0;
+  c.hp_set = false;
+  c.hp_id = 0;
+  c.skip = false;
+  c.updated = false;
   c.forward_due_tsc = 0;
   c.forward_backoff_tsc = 0;
   c.forward_sent_tsc = 0;
@@ -291,11 +321,12 @@ uint16_t first_missing_rank(const JobMath& m, const Chunk& c) noexcept {
 }
 
 PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round, uint32_t seg,
-                      const std::byte* payload, uint64_t now_tsc) noexcept {
+                      const std::byte* payload, uint64_t now_tsc, const RoundIntent& intent) noexcept {
   if (const auto gate = round_gate(m, c, round)) return *gate;
 
   uint64_t* bits = c.bits + static_cast<size_t>(seg) * m.bitmap_words;
   if (test_bit(bits, rank)) return segment_done(m, c, seg) ? PushResult::duplicate_complete : PushResult::duplicate;
+  if (const auto refused = take_intent(m, c, intent)) return *refused;
   set_bit(bits, rank);
   const uint16_t count = ++c.counts[seg];
   if (c.first_tsc == 0) c.first_tsc = now_tsc | 1;  // never 0 once started
@@ -321,11 +352,13 @@ PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round,
 }
 
 PushResult contribute_partial(const JobMath& m, Chunk& c, uint16_t rack, uint32_t round, uint32_t seg,
-                              uint16_t piece, const std::byte* payload, uint64_t now_tsc) noexcept {
+                              uint16_t piece, const std::byte* payload, uint64_t now_tsc,
+                              const RoundIntent& intent) noexcept {
   if (const auto gate = round_gate(m, c, round)) return *gate;
   uint64_t* bits = c.piece_bits + static_cast<size_t>(seg) * m.hub.piece_words;
   const uint32_t bit = static_cast<uint32_t>(rack) * m.hub.pieces_per_segment + piece;
   if (test_bit(bits, bit)) return segment_done(m, c, seg) ? PushResult::duplicate_complete : PushResult::duplicate;
+  if (const auto refused = take_intent(m, c, intent)) return *refused;
   set_bit(bits, bit);
   const bool sum_started = c.counts[seg] != 0 || c.piece_counts[seg] != 0;
   ++c.piece_counts[seg];
@@ -378,13 +411,20 @@ void advance_round(const JobMath& m, Chunk& c) noexcept {
   c.round = next_round(m, c.round);
   c.cur ^= 1;
   c.has_prev = true;
-  if (m.ps) ++c.step;
+  // A round that updated nothing (skipped: a rank declared it non-finite) leaves the step count, which Adam's
+  // bias correction and the momentum buffer's start use, where it was.
+  if (m.ps && c.updated) {
+    ++c.step;
+    c.trained = true;
+  }
+  c.prev_skipped = c.skip;
   clear_round_state(m, c);
 }
 
 void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept {
   c.advance_pending = false;
   c.round = 0;
+  c.prev_skipped = false;
   clear_round_state(m, c);
   if (!m.ps) {
     c.has_prev = false;
@@ -395,6 +435,8 @@ void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept {
     c.has_prev = false;
     c.init_segs = 0;
     c.step = 0;
+    c.trained = false;
+    c.state_loaded = false;
     std::memset(c.init_bits, 0, (c.segments + 63) / 64 * sizeof(uint64_t));
     return;
   }
@@ -406,12 +448,14 @@ void restart_chunk(const JobMath& m, Chunk& c, bool fresh_weights) noexcept {
 
 InitResult init_segment(const JobMath& m, Chunk& c, uint32_t seg, const std::byte* payload, Dtype d) noexcept {
   if (!m.ps) return InitResult::bad_request;
-  if (c.step > 0 || c.segs_done > 0) return InitResult::too_late;
+  if (c.trained || c.segs_done > 0) return InitResult::too_late;
   const uint32_t off = segment_offset(m, seg);
   const uint32_t n = segment_elems(m, c, seg);
   m.kernels->init(c.weights + off, payload, d, n);
-  if (c.moment1) std::memset(c.moment1 + off, 0, n * sizeof(float));
-  if (c.moment2) std::memset(c.moment2 + off, 0, n * sizeof(float));
+  if (!c.state_loaded) {
+    if (c.moment1) std::memset(c.moment1 + off, 0, n * sizeof(float));
+    if (c.moment2) std::memset(c.moment2 + off, 0, n * sizeof(float));
+  }
   // The previous-result buffer holds the current weights (what a pull returns).
   m.kernels->narrow(c.out[c.cur ^ 1] + static_cast<size_t>(off) * dtype_bytes(m.out_dtype), c.weights + off,
                     m.out_dtype, n);
@@ -424,6 +468,29 @@ InitResult init_segment(const JobMath& m, Chunk& c, uint32_t seg, const std::byt
     }
   }
   return InitResult::accepted;
+}
+
+InitResult init_state(const JobMath& m, Chunk& c, uint8_t array, uint32_t off, uint32_t n, const std::byte* payload,
+                      uint64_t step) noexcept {
+  float* to = array == static_cast<uint8_t>(proto::StateArray::moment1)   ? c.moment1
+              : array == static_cast<uint8_t>(proto::StateArray::moment2) ? c.moment2
+                                                                            : nullptr;
+  if (!m.ps || to == nullptr || off > c.elems || n > c.elems - off) return InitResult::bad_request;
+  if (c.trained || c.segs_done > 0) return InitResult::too_late;
+  std::memcpy(to + off, payload, static_cast<size_t>(n) * sizeof(float));
+  c.step = step;
+  c.state_loaded = true;
+  return InitResult::accepted;
+}
+
+const float* state_array(const Chunk& c, uint8_t array) noexcept {
+  switch (static_cast<proto::StateArray>(array)) {
+    case proto::StateArray::master: return c.weights;
+    case proto::StateArray::moment1: return c.moment1;
+    case proto::StateArray::moment2: return c.moment2;
+    case proto::StateArray::weights: break;
+  }
+  return nullptr;
 }
 
 }  // namespace phub::engine

@@ -27,6 +27,10 @@ std::string_view drop_name(Drop d) noexcept {
   return i < kDropCount ? kDrops[i].name : "unknown";
 }
 
+std::string_view message_slot_name(size_t slot) noexcept {
+  return slot == 0 || slot >= kOpcodeSlots ? "other" : proto::opcode_name(static_cast<proto::Opcode>(slot));
+}
+
 std::string_view drop_help(Drop d) noexcept {
   const auto i = static_cast<size_t>(d);
   return i < kDropCount ? kDrops[i].help : "";
@@ -40,6 +44,8 @@ void accumulate(LcoreCounters& into, const LcoreCounters& from) noexcept {
   add_array(into.drops, from.drops);
   add_array(into.malformed, from.malformed);
   add_array(into.loop_gaps, from.loop_gaps);
+  add_array(into.rx_messages, from.rx_messages);
+  add_array(into.tx_messages, from.tx_messages);
 }
 
 void accumulate(JobCounters& into, const JobCounters& from) noexcept {

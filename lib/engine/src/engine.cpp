@@ -10,6 +10,8 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "admission.hpp"
 #include "phub/base/ipv4.hpp"
@@ -150,6 +152,17 @@ Expected<void, std::string> Engine::start(const std::optional<RealtimePolicy>& r
     }
   }
   running_ = true;
+  // Started means every lcore runs its loop (under its policy): what READY=1 and "phub: ready" promise.
+  const uint64_t give_up = rte_get_timer_cycles() + rte_get_timer_hz() * 10;
+  for (auto& l : lcores_) {
+    while (!l->looping()) {
+      if (rte_get_timer_cycles() > give_up) {
+        stop();
+        return unexpected("lcore " + std::to_string(l->resources().lcore_id) + " did not start its loop within 10 s");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
   return {};
 }
 

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "messages.hpp"
+#include "phub/agg/nonfinite.hpp"
+#include "phub/base/bytes.hpp"
 #include "phub/base/mac.hpp"
 #include "phub/drivers/arp_mbuf.hpp"
 #include "phub/engine/hierarchy.hpp"
@@ -82,13 +84,13 @@ bool Lcore::resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexce
 }
 
 bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
-                             const std::byte* payload) noexcept {
+                             const std::byte* payload, std::span<const std::byte> tail) noexcept {
   if (!resolve_hub(plan, lj, rack)) {
     count_drop(lj, Drop::hub_unresolved);
     return false;
   }
   Peer& hub = lj.hub_peer(rack);
-  const bool chain = from != nullptr && snap_->ports[hub.port].zero_copy_tx;
+  const bool chain = from != nullptr && tail.empty() && snap_->ports[hub.port].zero_copy_tx;
   rte_mbuf* m = rte_pktmbuf_alloc(chain ? r_.hdr_pool : r_.copy_pool);
   rte_mbuf* ext = chain ? rte_pktmbuf_alloc(r_.ext_pool) : nullptr;
   if (m == nullptr || (chain && ext == nullptr)) {
@@ -105,20 +107,26 @@ bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
   h.seq = seq_++;
   auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
   proto::write_header(h, wire);
-  proto::seal_fwd(plan.key, plan.hub->payload_key, wire, std::span(payload, h.payload_bytes));
   if (chain) {
+    proto::seal_fwd(plan.key, plan.hub->payload_key, wire, std::span(payload, h.payload_bytes));
     rte_mbuf_ext_refcnt_update(&from->shinfo, 1);
     attach_result(ext, from, static_cast<size_t>(payload - from->data), h.payload_bytes);
     chain_payload(m, ext);
-  } else if (h.payload_bytes != 0) {  // (a weights request is a header only)
-    auto* dst = rte_pktmbuf_append(m, h.payload_bytes);
-    if (dst == nullptr) {
-      rte_pktmbuf_free(m);
-      count_drop(lj, Drop::no_mbuf);
-      return false;
-    }
-    std::memcpy(dst, payload, h.payload_bytes);
-    if (proto::opcode_is_forward(h.opcode)) bump(lj.counters.forwards_copied);
+    return queue_tx(lj, hub.port, m);
+  }
+  // Copied (a weights request is a header only): the payload and its tail, sealed as they lie in the frame.
+  auto* dst = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, h.payload_bytes));
+  if (dst == nullptr && h.payload_bytes != 0) {
+    rte_pktmbuf_free(m);
+    count_drop(lj, Drop::no_mbuf);
+    return false;
+  }
+  const size_t elems = h.payload_bytes - tail.size();
+  if (elems != 0) std::memcpy(dst, payload, elems);
+  if (!tail.empty()) std::memcpy(dst + elems, tail.data(), tail.size());
+  proto::seal_fwd(plan.key, plan.hub->payload_key, wire, std::span<const std::byte>(dst, h.payload_bytes));
+  if (elems != 0 && proto::opcode_is_forward(h.opcode) && h.opcode != proto::Opcode::fwd_hparams) {
+    bump(lj.counters.forwards_copied);
   }
   return queue_tx(lj, hub.port, m);
 }
@@ -128,21 +136,31 @@ void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t s
   // The fp32 sum lives in out[cur] (fp32 allreduce): pieces point into it. Else it is the accumulator.
   ResultBuf* from = sums_in_result(m) ? LcoreJob::buf(c, c.cur) : nullptr;
   const float* sum = forward_source(m, c);
+  // A ps round carries what its ranks said of it to the home, which runs the optimizer: the hyperparameter set
+  // (the tail; the home is sent the set first, until it acknowledged it) and a declaration.
+  std::array<std::byte, proto::kTailBytes> tail_bytes{};
+  std::span<const std::byte> tail;
+  if (m.ps && c.hp_id != 0) {
+    send_hparams_to(plan, lj, c.home, c.hp_id);
+    store_be<uint64_t>(tail_bytes.data(), c.hp_id);
+    tail = tail_bytes;
+  }
   for (uint16_t piece = 0; piece < pieces_of(m, c, seg); ++piece) {
     const uint32_t n = piece_elems(m, c, seg, piece);
     proto::Header h;
     h.opcode = proto::Opcode::fwd_partial;
-    h.flags = retransmit ? proto::flag::retransmit : 0;
+    h.flags = static_cast<uint16_t>((retransmit ? proto::flag::retransmit : 0) | (m.ps && c.skip ? proto::flag::nonfinite : 0) |
+                                    (tail.empty() ? 0 : proto::flag::tail));
     h.dtype = Dtype::fp32;
     h.job_id = plan.cfg.id;
     h.rank = m.hub.my_rack;
-    h.payload_bytes = static_cast<uint16_t>(n * sizeof(float));
+    h.payload_bytes = static_cast<uint16_t>(n * sizeof(float) + tail.size());
     h.round = c.round;
     h.chunk_id = c.id;
     h.elem_offset = piece_offset(m, seg, piece);
     h.elem_count = static_cast<uint16_t>(n);
     h.epoch = lj.epoch;
-    if (!transmit_forward(plan, lj, c.home, h, from, reinterpret_cast<const std::byte*>(sum + h.elem_offset))) {
+    if (!transmit_forward(plan, lj, c.home, h, from, reinterpret_cast<const std::byte*>(sum + h.elem_offset), tail)) {
       continue;  // counted; the resend timer tries again
     }
     bump(lj.counters.partials_sent);
@@ -170,7 +188,7 @@ void Lcore::publish_resend_timer(LcoreJob& lj, uint16_t rack) noexcept {
 
 bool Lcore::send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                             uint16_t rack) noexcept {
-  proto::Header h = result_header(plan, c, round, seg, rack, lj.epoch);
+  proto::Header h = result_header(plan, c, buf, round, seg, rack, lj.epoch);
   h.opcode = proto::Opcode::fwd_result;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
   if (!transmit_forward(plan, lj, rack, h, LcoreJob::buf(c, buf), c.out[buf] + off_bytes)) return false;
@@ -180,8 +198,15 @@ bool Lcore::send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, i
 
 void Lcore::complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
   bump(lj.counters.segments_completed);
-  send_segment_to_all(plan, lj, c, seg);
   const JobMath& m = plan.math;
+  if (!m.ps) {  // an allreduce job's non-finite results go out as they are, counted
+    const size_t bytes = dtype_bytes(m.out_dtype);
+    if (agg::any_nonfinite(c.out[c.cur] + static_cast<size_t>(segment_offset(m, seg)) * bytes, m.out_dtype,
+                           segment_elems(m, c, seg))) {
+      bump(lj.counters.nonfinite_sums);
+    }
+  }
+  send_segment_to_all(plan, lj, c, seg);
   if (hierarchical(m) && c.home == m.hub.my_rack) {
     for (uint16_t rack = 0; rack < m.hub.racks; ++rack) {
       if (rack != m.hub.my_rack) (void)send_hub_result(plan, lj, c, c.cur, c.round, seg, rack);
@@ -235,10 +260,13 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     return count_drop(lj, Drop::fwd_bad_rack);
   }
   if (init && h.elem_count != 0 && h.rank != m.hub.rack_of_rank[0]) return count_drop(lj, Drop::fwd_bad_rack);
-  if (h.chunk_id >= plan.layout.chunk_count()) return count_drop(lj, Drop::bad_chunk);
-  const proto::ChunkInfo& ci = plan.layout.chunk(h.chunk_id);
-  if (ci.owner != plan.first_owner + r_.index) return count_drop(lj, Drop::wrong_owner);
-  const uint16_t home = m.hub.homes->home(h.chunk_id);
+  // A hyperparameter set (or its acknowledgement) names no chunk: its chunk_id and elem_offset hold the set's
+  // id, its rank the sending rack either way.
+  const bool set = h.opcode == proto::Opcode::fwd_hparams;
+  if (!set && h.chunk_id >= plan.layout.chunk_count()) return count_drop(lj, Drop::bad_chunk);
+  const proto::ChunkInfo& ci = plan.layout.chunk(set ? 0 : h.chunk_id);
+  if (!set && ci.owner != plan.first_owner + r_.index) return count_drop(lj, Drop::wrong_owner);
+  const uint16_t home = set ? m.hub.my_rack : m.hub.homes->home(h.chunk_id);
   if (to_home ? home != m.hub.my_rack : home == m.hub.my_rack) return count_drop(lj, Drop::fwd_not_home);
   const uint16_t from = to_home ? h.rank : home;
   const HubPlan::Hub& sender = hub.hubs[from];
@@ -255,6 +283,7 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       return count_drop(lj, Drop::fwd_peer_unverified);
   }
   if (h.epoch != lj.epoch) return count_drop(lj, Drop::epoch_mismatch);
+  if (h.opcode == proto::Opcode::fwd_hparams) return on_fwd_hparams(rx, plan, lj);
   // Verified, from the hub's address: its MAC is where forwards to it go, and it answered now.
   lj.hub_mac[from].store(pack_mac(rx.l2.src), std::memory_order_relaxed);
   HubPeerCounters& peer = lj.hub_counters[from];
@@ -290,7 +319,16 @@ void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
   if (deferred(rx, plan, lj, c)) return;
   if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);  // before the next round can change it
   const bool opens_round = c.first_tsc == 0;
-  const PushResult result = contribute_partial(plan.math, c, h.rank, h.round, seg, piece, rx.payload.data(), now_tsc_);
+  RoundIntent intent;
+  if (plan.math.ps) {
+    intent.nonfinite = (h.flags & proto::flag::nonfinite) != 0;
+    intent.sets = &lj.hparams;
+    if ((h.flags & proto::flag::tail) != 0) {
+      intent.hparams_id = load_be<uint64_t>(rx.payload.data() + rx.payload.size() - proto::kTailBytes);
+    }
+  }
+  const PushResult result =
+      contribute_partial(plan.math, c, h.rank, h.round, seg, piece, rx.payload.data(), now_tsc_, intent);
   if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
   switch (result) {
     case PushResult::accepted:
@@ -324,6 +362,12 @@ void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
     case PushResult::bad_round:
       count_drop(lj, Drop::bad_request);
       break;
+    case PushResult::hparams_unknown:  // the rack hub sends the set again with its next resend of the partial
+      count_drop(lj, Drop::hparams_unknown);
+      break;
+    case PushResult::hparams_mismatch:  // racks disagree: the round waits (stalled reports reach the ranks)
+      count_drop(lj, Drop::hparams_mismatch);
+      break;
   }
 }
 
@@ -332,6 +376,8 @@ void Lcore::on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, u
   // ps: a result labelled with the round before the current one holds the home's newest weights.
   if (plan.math.ps && rx.hdr.round == prev_round(plan.math, c.round)) return on_hub_weights(rx, plan, lj, c, seg);
   if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);
+  // A round the home skipped (a rank of any rack declared it non-finite): this rack's results say so too.
+  if (plan.math.ps && rx.hdr.round == c.round && (rx.hdr.flags & proto::flag::nonfinite) != 0) c.skip = true;
   switch (accept_result(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
     case ResultArrival::completed:
       bump(lj.counters.hub_results_received);

@@ -184,7 +184,7 @@ Expected<HubPlan, std::string> plan_hierarchy(const config::Config& cfg, const J
   auto homes = proto::HomeMap::build(plan.layout, static_cast<uint16_t>(cfg.racks.size()));
   if (!homes) return unexpected(job_label(j) + ": " + homes.error());
   h.homes = std::move(*homes);
-  h.piece_elems = proto::segment_elems(mtu, Dtype::fp32);
+  h.piece_elems = proto::job_segment_elems(mtu, Dtype::fp32, plan.math.ps);  // ps partials carry the tail
   if (h.piece_elems == 0) return unexpected(job_label(j) + ": MTU " + std::to_string(mtu) + " leaves no room for a partial");
   h.pieces_per_segment = static_cast<uint16_t>((plan.math.segment_elems + h.piece_elems - 1) / h.piece_elems);
   h.payload_key = proto::fwd_payload_key(plan.key);

@@ -1,5 +1,6 @@
 // Job planning: the chunk map, the arithmetic, the key and the memory estimate of a job (see job_plan.hpp).
 #include "phub/engine/job_plan.hpp"
+#include "phub/proto/frame.hpp"
 #include "phub/proto/session.hpp"
 
 namespace phub::engine {
@@ -32,7 +33,7 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
   JobPlan p;
   p.cfg = job;
   p.lcores = lcores;
-  const uint32_t seg = proto::segment_elems(mtu, job.dtype);
+  const uint32_t seg = proto::job_segment_elems(mtu, job.dtype, job.mode == config::JobMode::ps);
   if (seg == 0) return unexpected(job_label(job) + ": MTU " + std::to_string(mtu) + " leaves no room for elements");
 
   proto::LayoutParams lp;
@@ -56,6 +57,7 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
   m.segment_elems = seg;
   m.round_modulus = job.round_modulus;
   m.optimizer = map_optimizer(job.optimizer);
+  p.state_piece_elems = m.ps ? proto::job_segment_elems(mtu, Dtype::fp32, true) : 0;
 
   p.authenticated = !job.secret.empty();
   if (p.authenticated) {

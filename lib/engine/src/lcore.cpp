@@ -49,6 +49,7 @@ int Lcore::run() noexcept {
   if (r_.idle_polls_before_sleep != 0) (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   (void)rte_rcu_qsbr_thread_register(r_.qsbr, r_.index);
   rte_rcu_qsbr_thread_online(r_.qsbr, r_.index);
+  looping_.store(true, std::memory_order_release);
 
   for (size_t b = 0; b < kGapBoundsUs.size(); ++b) gap_bounds_tsc_[b] = hz_ / 1'000'000 * kGapBoundsUs[b];
   const uint64_t started = rte_rdtsc();
@@ -93,6 +94,7 @@ int Lcore::run() noexcept {
     while (rte_ring_sc_dequeue(ring, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
   }
   serve_requests(last);  // nothing is left waiting for an answer
+  looping_.store(false, std::memory_order_release);
   rte_rcu_qsbr_thread_offline(r_.qsbr, r_.index);
   (void)rte_rcu_qsbr_thread_unregister(r_.qsbr, r_.index);
   return 0;

@@ -135,6 +135,7 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
     lj->hub_resend.assign(plan.hub->hubs.size(), ResendTimer(forward_resend_limits(rte_get_tsc_hz())));
     for (size_t r = 0; r < lj->hub_resend.size(); ++r) lj->hub_counters[r].rto_tsc = lj->hub_resend[r].rto();
     lj->hub_links.assign(plan.hub->hubs.size(), HubLink{});
+    lj->hub_hparams.assign(plan.hub->hubs.size(), HubHparams{});
     for (HubLink& link : lj->hub_links) {
       while (link.my_nonce == 0) {
         if (getrandom(&link.my_nonce, sizeof(link.my_nonce), 0) != static_cast<ssize_t>(sizeof(link.my_nonce))) {

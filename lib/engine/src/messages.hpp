@@ -9,8 +9,9 @@
 
 namespace phub::engine {
 
-// The header of result segment `seg` of chunk `c`, labelled `round`, for `rank` (seq not set).
-[[nodiscard]] proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round, uint32_t seg,
+// The header of result segment `seg` of chunk `c`'s buffer out[buf], labelled `round`, for `rank` (seq not
+// set); flag::nonfinite when that buffer's round was skipped.
+[[nodiscard]] proto::Header result_header(const JobPlan& plan, const Chunk& c, int buf, uint32_t round, uint32_t seg,
                                           uint16_t rank, uint16_t epoch);
 
 }  // namespace phub::engine

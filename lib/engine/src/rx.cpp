@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "phub/agg/nonfinite.hpp"
+#include "phub/base/bytes.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/base/mac.hpp"
 #include "phub/drivers/arp_mbuf.hpp"
@@ -256,6 +258,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     rte_pktmbuf_free(m);
     return;
   }
+  bump(counters_.rx_messages[static_cast<size_t>(rx.hdr.opcode)]);
   rx.payload = rx.msg.subspan(proto::kHeaderBytes);
 
   const JobPlan& plan = *s.jobs[job_index];
@@ -344,6 +347,9 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     case proto::Opcode::pull:
       on_rerequest(rx, plan, lj);
       break;
+    case proto::Opcode::hparams:
+      on_hparams(rx, plan, lj);
+      break;
     case proto::Opcode::leave:
       // The process that holds the rank leaves: nothing more is sent to it. The rank stays held in the
       // epoch (a process of another run must not take over this run's rounds): a new run restarts the job.
@@ -394,6 +400,7 @@ static Chunk* locate(const proto::Header& h, const JobPlan& plan, LcoreJob& lj, 
 }
 
 void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept {
+  if (rx.hdr.opcode == proto::Opcode::init && rx.hdr.status != proto::Status::ok) return on_state_init(rx, plan, lj);
   Drop why{};
   proto::Status status{};
   uint32_t aux = 0, seg = 0;
@@ -424,6 +431,36 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     count_drop(lj, Drop::dtype_mismatch);
     return send_error(rx, plan, lj, proto::Status::bad_request, static_cast<uint32_t>(m.in_dtype));
   }
+  // A ps push names its round's hyperparameter set in its tail and may declare the step non-finite; neither
+  // means anything to an allreduce job. (Across racks the rack hub passes both on to the chunk's home.)
+  const bool declared = (rx.hdr.flags & proto::flag::nonfinite) != 0;
+  const bool tail = (rx.hdr.flags & proto::flag::tail) != 0;
+  RoundIntent intent;
+  if (declared || tail) {
+    if (!m.ps) {
+      count_drop(lj, Drop::bad_request);
+      return send_error(rx, plan, lj, proto::Status::bad_request, 0);
+    }
+    intent.nonfinite = declared;
+    intent.sets = &lj.hparams;
+    if (tail) intent.hparams_id = load_be<uint64_t>(rx.payload.data() + rx.payload.size() - proto::kTailBytes);
+    if (declared) bump(lj.counters.nonfinite_declared);
+  }
+  // NaN or Inf its rank did not declare: never summed into a ps job's update; refused, or taken (in ps as the
+  // rank's declaration) as the job's nonfinite says. An allreduce job that passes them counts its non-finite
+  // results instead (complete_segment), without a look at every push.
+  if (!declared && (m.ps || plan.cfg.nonfinite == config::Nonfinite::refuse)) {
+    const size_t n = rx.hdr.elem_count;
+    if (agg::any_nonfinite(rx.payload.data(), m.in_dtype, n)) {
+      if (plan.cfg.nonfinite == config::Nonfinite::refuse) {
+        count_drop(lj, Drop::nonfinite_refused);
+        return send_error(rx, plan, lj, proto::Status::nonfinite,
+                          static_cast<uint32_t>(agg::first_nonfinite(rx.payload.data(), m.in_dtype, n)));
+      }
+      bump(lj.counters.nonfinite_passed);
+      intent.nonfinite = true;
+    }
+  }
   if (deferred(rx, plan, lj, c)) return;
   const bool opens_round = c.first_tsc == 0;
   if (opens_round && lj.draining && round_delta(m, rx.hdr.round, c.round) == 0) {
@@ -431,7 +468,7 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
     return send_error(rx, plan, lj, proto::Status::draining, c.round);
   }
   if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);  // before the next round can change it
-  const PushResult result = contribute(m, c, rx.hdr.rank, rx.hdr.round, seg, rx.payload.data(), now);
+  const PushResult result = contribute(m, c, rx.hdr.rank, rx.hdr.round, seg, rx.payload.data(), now, intent);
   if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
   switch (result) {
     case PushResult::accepted:
@@ -476,6 +513,14 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
       count_drop(lj, Drop::bad_request);
       send_error(rx, plan, lj, proto::Status::bad_request, m.round_modulus);
       break;
+    case PushResult::hparams_unknown:
+      count_drop(lj, Drop::hparams_unknown);
+      send_error(rx, plan, lj, proto::Status::hparams_unknown, 0);
+      break;
+    case PushResult::hparams_mismatch:
+      count_drop(lj, Drop::hparams_mismatch);
+      send_error(rx, plan, lj, proto::Status::hparams_mismatch, 0);
+      break;
   }
 }
 
@@ -490,6 +535,7 @@ bool Lcore::deferred(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c) 
 
 void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const bool pull = rx.hdr.opcode == proto::Opcode::pull;
+  if (pull && rx.hdr.status != proto::Status::ok) return on_state_pull(rx, plan, lj);
   if (pull && !plan.math.ps) {
     // Pull asks for a ps job's weights. An allreduce job has a result only for its ranks' own rounds (they
     // rerequest it): answered with a header-only error, never larger than the request.

@@ -96,13 +96,14 @@ bool Lcore::seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSe
   return true;
 }
 
-proto::Header result_header(const JobPlan& plan, const Chunk& c, uint32_t round, uint32_t seg, uint16_t rank,
+proto::Header result_header(const JobPlan& plan, const Chunk& c, int buf, uint32_t round, uint32_t seg, uint16_t rank,
                             uint16_t epoch) {
   const JobMath& m = plan.math;
   const uint32_t n = segment_elems(m, c, seg);
   proto::Header h;
   h.opcode = proto::Opcode::result;
-  h.flags = m.mean && !m.ps ? proto::flag::mean : 0;
+  h.flags = static_cast<uint16_t>((m.mean && !m.ps ? proto::flag::mean : 0) |
+                                  (m.ps && result_skipped(c, buf) ? proto::flag::nonfinite : 0));
   h.dtype = m.out_dtype;
   h.job_id = plan.cfg.id;
   h.rank = rank;
@@ -134,7 +135,7 @@ void Lcore::chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept {
 // data-room-0 pool) to the result buffer, or copy the payload into `hdr` when `ext` is null.
 bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf,
                         uint32_t round, uint32_t seg, uint16_t rank, Peer& peer) noexcept {
-  proto::Header h = result_header(plan, c, round, seg, rank, lj.epoch);
+  proto::Header h = result_header(plan, c, buf, round, seg, rank, lj.epoch);
   h.seq = seq_++;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
   const std::span<const std::byte> payload(c.out[buf] + off_bytes, h.payload_bytes);
@@ -243,7 +244,7 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     }
     ResultBuf* b = LcoreJob::buf(c, c.cur);
     rte_mbuf_ext_refcnt_update(&b->shinfo, 1);  // the payload mbuf's reference
-    const proto::Header h = result_header(plan, c, c.round, seg, 0, lj.epoch);
+    const proto::Header h = result_header(plan, c, c.cur, c.round, seg, 0, lj.epoch);
     attach_result(payload, b, static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype), h.payload_bytes);
     rte_mbuf_refcnt_set(payload, n);
     // One header for all ranks (rank and seq change).
@@ -406,6 +407,7 @@ bool Lcore::try_advance(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
 
 void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
   bump(lj.counters.rounds_completed);
+  if (plan.math.ps && c.skip) bump(lj.counters.rounds_skipped);
   close_round(lj);
   const uint64_t took_tsc = now_tsc_ > c.first_tsc ? now_tsc_ - c.first_tsc : 0;
   const auto took_ns = static_cast<uint64_t>(static_cast<double>(took_tsc) * 1e9 / static_cast<double>(snap_->tsc_hz));

@@ -26,7 +26,7 @@ Expected<Workload, std::string> Workload::build(const JobSpec& spec, uint16_t ip
   if (spec.chunk_bytes < 64 || spec.chunk_bytes % 4 != 0) return unexpected(who + ": bad chunk_bytes");
   Workload w;
   w.spec_ = spec;
-  w.seg_elems_ = proto::segment_elems(ip_mtu, spec.dtype);
+  w.seg_elems_ = proto::job_segment_elems(ip_mtu, spec.dtype, spec.mode == Mode::ps);
   if (w.seg_elems_ == 0) return unexpected(who + ": MTU " + std::to_string(ip_mtu) + " leaves no room for elements");
   proto::LayoutParams lp;
   lp.key_elems = spec.key_elems;

@@ -155,10 +155,15 @@ bool verify_fwd(const AuthKey& job_key, const AuthKey& payload_key, std::span<co
   return carried == siphash24(payload_key, payload);
 }
 
-uint32_t crc32c(std::span<const std::byte> data) noexcept {
+uint32_t crc32c(std::span<const std::byte> data, std::span<const std::byte> more) noexcept {
   // ISA-L's crc32_iscsi takes and returns the raw register; the standard CRC32C inverts both ends.
   auto* p = reinterpret_cast<unsigned char*>(const_cast<std::byte*>(data.data()));  // ISA-L does not write
-  return crc32_iscsi(p, static_cast<int>(data.size()), 0xffffffffu) ^ 0xffffffffu;
+  uint32_t reg = crc32_iscsi(p, static_cast<int>(data.size()), 0xffffffffu);
+  if (!more.empty()) {
+    reg = crc32_iscsi(reinterpret_cast<unsigned char*>(const_cast<std::byte*>(more.data())),
+                      static_cast<int>(more.size()), reg);
+  }
+  return reg ^ 0xffffffffu;
 }
 
 }  // namespace phub::proto

@@ -5,6 +5,7 @@
 
 #include "phub/base/bytes.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/hparams.hpp"
 #include "phub/proto/hub_state.hpp"
 
 namespace phub::proto {
@@ -34,9 +35,18 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   h.flags = load_be<uint16_t>(p + kOffFlags);
   if ((h.flags & ~flag::known) != 0) return ParseError::bad_flags;
   if ((h.flags & flag::mac) != 0 && (h.flags & flag::crc) != 0) return ParseError::bad_flags;
+  if (((h.flags & flag::nonfinite) != 0 && !opcode_may_flag_nonfinite(h.opcode)) ||
+      ((h.flags & flag::tail) != 0 && !opcode_may_carry_tail(h.opcode))) {
+    return ParseError::bad_flags;
+  }
   if (load_be<uint16_t>(p + kOffReserved1) != 0) return ParseError::reserved_nonzero;
   h.dtype = static_cast<Dtype>(dtype);
   h.status = static_cast<Status>(status);
+  if (opcode_names_state_array(h.opcode) && status > kStateArrayMax) return ParseError::bad_status;
+  // The optimizer's state arrays (master weights, moments) are fp32 whatever the job's dtype.
+  if ((h.opcode == Opcode::init || h.opcode == Opcode::result) && status != 0 && h.dtype != Dtype::fp32) {
+    return ParseError::bad_dtype;
+  }
   h.job_id = load_be<uint32_t>(p + kOffJob);
   h.rank = load_be<uint16_t>(p + kOffRank);
   h.payload_bytes = load_be<uint16_t>(p + kOffPayloadBytes);
@@ -57,9 +67,13 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
     return ParseError::bad_forward;
   }
   if (opcode_carries_elems(h.opcode)) {
-    if (static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) != h.payload_bytes) {
+    const size_t tail = (h.flags & flag::tail) != 0 ? kTailBytes : 0;
+    if (static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) + tail != h.payload_bytes) {
       return ParseError::elem_count_mismatch;
     }
+  } else if (h.opcode == Opcode::hparams || h.opcode == Opcode::fwd_hparams) {
+    // A set (hparams.hpp), or none in an acknowledgement.
+    if (h.payload_bytes != 0 && h.payload_bytes != kHparamsBytes) return ParseError::unexpected_payload;
   } else if (h.opcode == Opcode::hub_state) {
     if (!parse_hub_state(udp_payload.subspan(kHeaderBytes))) return ParseError::bad_hub_state;
   } else if (h.opcode == Opcode::join || h.opcode == Opcode::joined) {
@@ -122,7 +136,8 @@ Expected<size_t, BuildError> build_message(Header h, std::span<const std::byte> 
                                            std::span<std::byte> out) noexcept {
   if (payload.size() > UINT16_MAX - kHeaderBytes) return unexpected(BuildError::payload_too_large);
   if (out.size() < kHeaderBytes + payload.size()) return unexpected(BuildError::buffer_too_small);
-  if (opcode_carries_elems(h.opcode) && static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) != payload.size()) {
+  const size_t tail = (h.flags & flag::tail) != 0 ? kTailBytes : 0;
+  if (opcode_carries_elems(h.opcode) && static_cast<size_t>(h.elem_count) * dtype_bytes(h.dtype) + tail != payload.size()) {
     return unexpected(BuildError::elem_count_mismatch);
   }
   h.payload_bytes = static_cast<uint16_t>(payload.size());

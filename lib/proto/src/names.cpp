@@ -21,6 +21,8 @@ std::string_view opcode_name(Opcode op) noexcept {
     case Opcode::joined: return "joined";
     case Opcode::hub_state: return "hub_state";
     case Opcode::fwd_init: return "fwd_init";
+    case Opcode::hparams: return "hparams";
+    case Opcode::fwd_hparams: return "fwd_hparams";
   }
   return "unknown";
 }
@@ -36,6 +38,9 @@ std::string_view status_name(Status s) noexcept {
     case Status::bad_request: return "bad_request";
     case Status::epoch_mismatch: return "epoch_mismatch";
     case Status::draining: return "draining";
+    case Status::hparams_unknown: return "hparams_unknown";
+    case Status::hparams_mismatch: return "hparams_mismatch";
+    case Status::nonfinite: return "nonfinite";
   }
   return "unknown";
 }

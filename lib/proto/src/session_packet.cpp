@@ -34,13 +34,19 @@ void seal_session_packet(const SessionDirection& d, std::span<std::byte> msg, Re
 
 void seal_session_header(const SessionDirection& d, std::span<std::byte, kHeaderBytes> wire,
                          std::span<const std::byte> payload, ReplyAddress reply, uint64_t seq, bool mac) noexcept {
+  seal_session_header(d, wire, payload, {}, reply, seq, mac);
+}
+
+void seal_session_header(const SessionDirection& d, std::span<std::byte, kHeaderBytes> wire,
+                         std::span<const std::byte> payload, std::span<const std::byte> tail, ReplyAddress reply,
+                         uint64_t seq, bool mac) noexcept {
   const auto flags = load_be<uint16_t>(wire.data() + kFlagsOffset);
   if (!mac) {
     // A packet sealed without a MAC never claims one (its crc32c and aux are not a MAC).
     store_be<uint16_t>(wire.data() + kFlagsOffset, static_cast<uint16_t>(flags & ~flag::mac));
   } else {
     store_be<uint16_t>(wire.data() + kFlagsOffset, static_cast<uint16_t>((flags & ~flag::crc) | flag::mac));
-    const uint64_t m = session_payload_mac(d.mac, seq, payload);
+    const uint64_t m = session_payload_mac(d.mac, seq, payload, tail);
     store_be<uint32_t>(wire.data() + kCrcOffset, static_cast<uint32_t>(m >> 32));
     store_be<uint32_t>(wire.data() + kAuxOffset, static_cast<uint32_t>(m));
   }

@@ -27,12 +27,14 @@ bool verify_session(const AuthKey& tag_key, std::span<const std::byte, kHeaderBy
   return load_be<uint64_t>(wire.data() + kAuthTagOffset) == session_tag(tag_key, wire, reply, seq_high(seq));
 }
 
-uint64_t session_payload_mac(const AuthKey& mac_key, uint64_t seq, std::span<const std::byte> payload) noexcept {
+uint64_t session_payload_mac(const AuthKey& mac_key, uint64_t seq, std::span<const std::byte> payload,
+                             std::span<const std::byte> tail) noexcept {
   std::byte prefix[sizeof(uint64_t)];
   store_be<uint64_t>(prefix, seq);
   SipHasher h(mac_key);
   h.update(prefix);
   h.update(payload);
+  h.update(tail);
   return h.finish();
 }
 

@@ -123,7 +123,7 @@ const proto::Layout& Workers::layout(const config::Job& job, uint16_t lcores, ui
     for (const auto& k : job.keys) p.key_elems.push_back(k.elems);
     p.chunk_elems = job.chunk_bytes / 4;
     p.owners = lcores;
-    p.segment_elems = proto::segment_elems(mtu, job.dtype);
+    p.segment_elems = proto::job_segment_elems(mtu, job.dtype, job.mode == config::JobMode::ps);
     it = layouts_.emplace(job.id, *proto::Layout::build(p)).first;
   }
   return it->second;

@@ -143,7 +143,7 @@ proto::Layout layout_of(const config::Job& job, uint16_t lcores) {
   for (const auto& k : job.keys) p.key_elems.push_back(k.elems);
   p.chunk_elems = job.chunk_bytes / 4;
   p.owners = lcores;
-  p.segment_elems = proto::segment_elems(kMtu, job.dtype);
+  p.segment_elems = proto::job_segment_elems(kMtu, job.dtype, job.mode == config::JobMode::ps);
   auto l = proto::Layout::build(p);
   if (!l) throw std::logic_error("layout of job " + std::to_string(job.id) + ": " + l.error());
   return std::move(*l);

@@ -1,4 +1,4 @@
-// libFuzzer target: arbitrary bytes through phub-pktgen's --verify-pcap path (pcap reader, frame parser,
+// libFuzzer target: arbitrary bytes through phub-pktgen's --verify-pcap path (libpcap's reader, frame parser,
 // result verifier of an allreduce and a ps job). Whatever parses must round-trip through the writer.
 #include <cstddef>
 #include <cstdint>
@@ -57,10 +57,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (f->hdr.job_id == 1) verify(sum, vsum, *f);
     if (f->hdr.job_id == 2) verify(ps, vps, *f);
   }
-  // Round trip: what was read, written again in the microsecond format, reads back the same frames.
+  // Round trip: what was read, written again in the microsecond format with the snap length it was read
+  // with, reads back the same frames.
   static const std::string path = "/tmp/fuzz-trace-" + std::to_string(getpid()) + ".pcap";
   {
-    auto w = gen::PcapWriter::create(path);
+    auto w = gen::PcapWriter::create(path, file->snaplen);
     if (!w) std::abort();
     for (const auto& fr : file->frames) {
       if (!w->write(fr.data, fr.ts_ns / 1000)) std::abort();

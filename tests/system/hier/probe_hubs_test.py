@@ -33,7 +33,6 @@ Usage: probe_hubs_test.py --build BUILD_DIR.
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import types
@@ -174,33 +173,17 @@ def main():
                       flush=True)
                 check("hierarchical final parameters equal the flat run's within %g (measured %.3g)" % (TOL_PARAMS, diff),
                       diff <= TOL_PARAMS)
-            rcs = {}
-            for name, (ns, p) in servers.items():
-                net.signal_server(signal.SIGINT, ns)
-                try:
-                    rcs[name] = p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    rcs[name] = None
-            counters = {name: phubnet.parse_counters(open(logs[name]).read()) for name in servers}
+            rcs, counters = hierbed.stop_servers(net, servers, logs)
             hubs = [name for name, _, _ in plan]
             jobs = {n: counters[n].get("job probe-hubs-%d" % HIER_JOB[0], {}) for n in hubs}
             for n in hubs:
                 print("hub %s: exit %s, job: %s" % (n, rcs[n], {k: v for k, v in jobs[n].items() if v}), flush=True)
             check("every server stops on SIGINT with exit 0", all(rc == 0 for rc in rcs.values()), str(rcs))
-            check("the hubs forwarded partials and results both ways",
-                  all(jobs[n].get("partials_sent", 0) > 0 and jobs[n].get("partials_received", 0) > 0 and
-                      jobs[n].get("hub_results_sent", 0) > 0 and jobs[n].get("hub_results_received", 0) > 0
-                      for n in hubs), str(jobs))
+            check("the hubs forwarded partials and results both ways", hierbed.forwarded_both_ways(jobs), str(jobs))
             check("no forward dropped as another hierarchy",
                   all(counters[n].get("drops", {}).get("fwd_fingerprint_mismatch", 0) == 0 for n in hubs))
         finally:
-            if check.failed:
-                for name, path in logs.items():
-                    if os.path.exists(path):
-                        print("%s log tail:\n%s" % (name, open(path).read()[-3000:]), flush=True)
-            net.down()
-            for p in eal_prefixes:  # the runtime directories of a hub or flat server that had to be killed
-                phubnet.remove_runtime_dir(p)
+            hierbed.tear_down(check, net, logs, eal_prefixes)
     leaks = tb.leaks()
     check("nothing left (namespaces, processes, root nftables tables): %s" % leaks, not any(leaks.values()))
     return check.summary()

@@ -18,9 +18,9 @@ import re
 import subprocess
 import sys
 import time
-import urllib.parse
 
 import livenet
+import promserver
 from livenet import phubnet
 
 INTERVAL_MS = 300
@@ -66,25 +66,11 @@ TELEMETRY = ["/phub/stats", "/phub/job,A", "/phub/job,B", "/phub/ports"]
 
 
 def in_netns(net, argv, timeout_s=20, stdin=None):
-    r = subprocess.run(["ip", "netns", "exec", net.ns_server()] + argv, input=stdin, capture_output=True, text=True,
-                       timeout=timeout_s)
-    return r.returncode, r.stdout, r.stderr
+    return promserver.in_netns(net.ns_server(), argv, timeout_s, stdin)
 
 
 def http_get(net, url):
-    """GET inside the server's namespace (where phub's endpoint and Prometheus listen on 127.0.0.1)."""
-    code = ("import sys, urllib.request\n"
-            "sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())\n")
-    rc, out, err = in_netns(net, ["/usr/bin/python3", "-c", code, url])
-    if rc != 0:
-        raise RuntimeError("GET %s: %s" % (url, err.strip()[-300:]))
-    return out
-
-
-def free_port(net):
-    """A TCP port free on 127.0.0.1 in the server's namespace (only phub's endpoint listens there)."""
-    code = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
-    return int(in_netns(net, ["/usr/bin/python3", "-c", code])[1])
+    return promserver.http_get(net.ns_server(), url)
 
 
 def telemetry(net):
@@ -114,40 +100,11 @@ def ctl_reading(ctl):
     return s["sample"], {name: f(s) for name, f, _, _ in COUNTERS}
 
 
-class Prometheus:
+class Prometheus(promserver.Prometheus):
     """Debian's prometheus in the server's namespace, scraping phub's endpoint; its TSDB in the test's directory."""
 
     def __init__(self, net, target_port):
-        self.net = net
-        self.url = "http://127.0.0.1:%d" % free_port(net)
-        cfg = livenet.write(os.path.join(net.tmp, "prometheus.yml"), (
-            "global:\n  scrape_interval: %dms\n  scrape_timeout: %dms\n"
-            "scrape_configs:\n  - job_name: phub\n    static_configs:\n      - targets: ['127.0.0.1:%d']\n"
-            % (SCRAPE_MS, SCRAPE_MS - 50, target_port)))
-        self.log = os.path.join(net.tmp, "prometheus.log")
-        argv = ["ip", "netns", "exec", net.ns_server(), "timeout", "180", "prometheus", "--config.file=" + cfg,
-                "--storage.tsdb.path=" + os.path.join(net.tmp, "tsdb"),
-                "--web.listen-address=" + self.url[len("http://"):], "--log.level=warn"]
-        with open(self.log, "w") as log:
-            net.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))  # phubnet stops it
-
-    def api(self, expr, at=None):
-        query = {"query": expr} if at is None else {"query": expr, "time": "%.3f" % at}
-        body = json.loads(http_get(self.net, self.url + "/api/v1/query?" + urllib.parse.urlencode(query)))
-        if body.get("status") != "success":
-            raise RuntimeError("prometheus: %s: %s" % (expr, body))
-        return body["data"]["result"]
-
-    def wait_scraping(self, timeout_s=60):
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            try:
-                if [r["value"][1] for r in self.api('up{job="phub"}')] == ["1"]:
-                    return
-            except (RuntimeError, subprocess.TimeoutExpired):
-                pass
-            time.sleep(0.2)
-        raise RuntimeError("prometheus scraped nothing in %d s: %s" % (timeout_s, open(self.log).read()[-1000:]))
+        super().__init__(net.ns_server(), net.tmp, net.procs, target_port, SCRAPE_MS)  # phubnet stops it
 
     def scrapes(self, seconds):
         """{sample: {counter: value}} of every scrape of the last `seconds`, each counter summed over its series.

@@ -114,28 +114,33 @@ void tall(float* dst, const std::vector<const std::byte*>& srcs, Dtype d, size_t
 }
 
 void torch_order_step(const OptimizerParams& p, OptState& s, const std::vector<float>& g_in) {
+  // As torch: a value an operation takes directly is rounded to float; what Python derives from the values
+  // (1 - beta, bias corrections, lr / bias correction, 1 - lr * wd) is computed in double, then rounded.
   const double t = static_cast<double>(p.step);
-  const bool decay = p.weight_decay != 0.0F;
+  const bool decay = p.weight_decay != 0.0;
+  const auto wd = static_cast<float>(p.weight_decay), mu = static_cast<float>(p.momentum);
+  const auto beta1 = static_cast<float>(p.beta1), beta2 = static_cast<float>(p.beta2), eps = static_cast<float>(p.eps);
+  const auto neg_lr = static_cast<float>(-p.lr);
   for (size_t i = 0; i < g_in.size(); ++i) {
     float g = g_in[i] * p.grad_scale;
     float& w = s.w[i];
     if (p.kind == OptimizerKind::adam) {
-      if (decay && p.adamw) w = w * static_cast<float>(1.0 - double{p.lr} * double{p.weight_decay});
-      if (decay && !p.adamw) g = g + p.weight_decay * w;
-      s.m[i] = s.m[i] * p.beta1 + static_cast<float>(1.0 - double{p.beta1}) * g;
-      s.v[i] = s.v[i] * p.beta2 + static_cast<float>(1.0 - double{p.beta2}) * g * g;
-      const auto bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(double{p.beta2}, t)));
-      const auto step_size = static_cast<float>(double{p.lr} / (1.0 - std::pow(double{p.beta1}, t)));
-      const float denom = std::sqrt(s.v[i]) / bc2_sqrt + p.eps;
+      if (decay && p.adamw) w = w * static_cast<float>(1.0 - p.lr * p.weight_decay);
+      if (decay && !p.adamw) g = g + wd * w;
+      s.m[i] = s.m[i] * beta1 + static_cast<float>(1.0 - p.beta1) * g;
+      s.v[i] = s.v[i] * beta2 + static_cast<float>(1.0 - p.beta2) * g * g;
+      const auto bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
+      const auto step_size = static_cast<float>(p.lr / (1.0 - std::pow(p.beta1, t)));
+      const float denom = std::sqrt(s.v[i]) / bc2_sqrt + eps;
       w = w + -step_size * s.m[i] / denom;
       continue;
     }
-    if (decay) g = g + p.weight_decay * w;
+    if (decay) g = g + wd * w;
     if (p.kind != OptimizerKind::sgd) {
-      s.m[i] = p.step <= 1 ? g : s.m[i] * p.momentum + g;
-      g = p.kind == OptimizerKind::nesterov ? g + p.momentum * s.m[i] : s.m[i];
+      s.m[i] = p.step <= 1 ? g : s.m[i] * mu + g;
+      g = p.kind == OptimizerKind::nesterov ? g + mu * s.m[i] : s.m[i];
     }
-    w = w + -p.lr * g;
+    w = w + neg_lr * g;
   }
 }
 

@@ -57,9 +57,9 @@ std::vector<float> read_floats(const fs::path& p, size_t n) {
   return v;
 }
 
-std::string num(float x) {
+std::string num(double x) {
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(x));
+  std::snprintf(buf, sizeof buf, "%.17g", x);
   return buf;
 }
 

@@ -7,7 +7,8 @@ built program's --help, renders its page with man(1), and checks:
 - every installed program has a page (section 1 in bindir, 8 in sbindir), and every page a program;
 - the page's header names the program and the project's version;
 - every line of --help, its whitespace collapsed, is in the rendered page, in the same order (a usage line
-  without its "usage:" word, which help2man moves into SYNOPSIS when it recognises it);
+  without its "usage:" word, which help2man moves into SYNOPSIS when it recognises it; a heading such as
+  "Options:" as the section help2man makes of it, "OPTIONS");
 - the options the page names are exactly those --help names (nothing added by the page's extra text).
 
 Usage: man_test.py --build BUILD --source ROOT"""
@@ -50,14 +51,17 @@ def help_lines(text):
 
 
 def in_order(lines, page):
-    """The lines not found in `page` (collapsed) at or after the previous line's match."""
+    """The lines not found in `page` (collapsed) at or after the previous line's match. A heading line
+    ("Options:") may stand as help2man makes a section of it: upper case, no colon ("OPTIONS")."""
     missing, at = [], 0
     for line in lines:
-        i = page.find(line, at)
-        if i < 0:
+        forms = [line] + ([line[:-1].upper()] if re.fullmatch(r"[A-Za-z][A-Za-z ]*:", line) else [])
+        found = [(i, len(f)) for f in forms for i in [page.find(f, at)] if i >= 0]
+        if not found:
             missing.append(line)
         else:
-            at = i + len(line)
+            i, n = min(found)
+            at = i + n
     return missing
 
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "phub/engine/chunk.hpp"
+#include "phub/proto/header.hpp"
 
 namespace phub::engine {
 namespace {
@@ -188,6 +189,96 @@ TEST(Chunk, PsNeedsInitThenAppliesSgd) {
   EXPECT_EQ(t.c.step, 1u);
   EXPECT_EQ(init_segment(t.m, t.c, 0, reinterpret_cast<const std::byte*>(w0.data()), Dtype::fp32),
             InitResult::too_late);
+}
+
+// A ps round's settings (docs/protocol.md, "Hyperparameters"): the first push's hyperparameter set applies, a
+// push that names another is refused and not counted, a declared non-finite round updates nothing.
+struct PsRound : TestChunk {
+  HparamsTable sets;
+  PsRound() : TestChunk(2, 20, 352, Dtype::fp32, true) {
+    m.optimizer.kind = agg::OptimizerKind::sgd;
+    m.optimizer.lr = 0.5;
+    std::vector<float> w0(20, 1.0f);
+    EXPECT_EQ(init_segment(m, c, 0, reinterpret_cast<const std::byte*>(w0.data()), Dtype::fp32),
+              InitResult::chunk_initialized);
+  }
+  PushResult push_with(uint16_t rank, uint64_t id, bool nonfinite = false) {
+    auto v = seg_payload(rank, c.round, 0);
+    return contribute(m, c, rank, c.round, 0, reinterpret_cast<const std::byte*>(v.data()), 1000,
+                      RoundIntent{id, &sets, nonfinite});
+  }
+  float grad_sum(uint32_t i) const { return seg_payload(0, c.round, 0)[i] + seg_payload(1, c.round, 0)[i]; }
+};
+
+TEST(Chunk, PsRoundAppliesItsHyperparameterSetNotTheConfigured) {
+  PsRound t;
+  agg::OptimizerParams p = t.m.optimizer;
+  p.lr = 0.125;
+  t.sets.put(77, p, proto::HparamsWire{});
+  const float g = t.grad_sum(3);
+  EXPECT_EQ(t.push_with(0, 77), PushResult::accepted);
+  EXPECT_EQ(t.push_with(1, 77), PushResult::segment_complete);
+  EXPECT_EQ(t.out(t.c.cur, 3), 1.0f - 0.125f * g);  // the set's lr, not the configured 0.5
+  advance_round(t.m, t.c);
+  EXPECT_EQ(t.c.step, 1u);
+}
+
+TEST(Chunk, PsRoundRefusesAnotherSetAndAnUnknownOne) {
+  PsRound t;
+  t.sets.put(77, t.m.optimizer, proto::HparamsWire{});
+  t.sets.put(78, t.m.optimizer, proto::HparamsWire{});
+  EXPECT_EQ(t.push_with(0, 99), PushResult::hparams_unknown);  // not held: not counted
+  EXPECT_FALSE(contributed(t.m, t.c, 0, 0));
+  EXPECT_EQ(t.push_with(0, 77), PushResult::accepted);
+  EXPECT_EQ(t.push_with(1, 78), PushResult::hparams_mismatch);  // never averaged: not counted
+  EXPECT_EQ(t.push_with(1, 0), PushResult::hparams_mismatch);   // nor the configured optimizer instead
+  EXPECT_FALSE(contributed(t.m, t.c, 0, 1));
+  EXPECT_EQ(t.push_with(1, 77), PushResult::segment_complete);
+}
+
+TEST(Chunk, PsDeclaredNonfiniteRoundChangesNothing) {
+  PsRound t;
+  EXPECT_EQ(t.push_with(0, 0), PushResult::accepted);
+  EXPECT_EQ(t.push_with(1, 0, /*nonfinite=*/true), PushResult::segment_complete);
+  EXPECT_EQ(t.out(t.c.cur, 3), 1.0f);  // the weights as they were
+  EXPECT_TRUE(result_skipped(t.c, t.c.cur));
+  advance_round(t.m, t.c);
+  EXPECT_EQ(t.c.step, 0u);  // no update: Adam's bias correction and the momentum start stay
+  EXPECT_FALSE(t.c.trained);
+  EXPECT_TRUE(result_skipped(t.c, t.c.cur ^ 1));  // the kept previous result says so too
+  EXPECT_EQ(t.push_with(0, 0), PushResult::accepted);
+  EXPECT_EQ(t.push_with(1, 0), PushResult::segment_complete);
+  EXPECT_FALSE(result_skipped(t.c, t.c.cur));
+  EXPECT_EQ(t.out(t.c.cur, 3), 1.0f - 0.5f * t.grad_sum(3));
+  advance_round(t.m, t.c);
+  EXPECT_EQ(t.c.step, 1u);
+}
+
+TEST(Chunk, PsStateInitSetsMomentsAndStepUntilTheFirstUpdate) {
+  TestChunk a(1, 20, 352, Dtype::fp32, true);  // (re-carved with the moments the kind needs)
+  a.m.optimizer.kind = agg::OptimizerKind::adam;
+  carve(a.m, a.c, false, a.arena, a.out0, a.out1);
+  std::vector<float> m1(20, 0.25f), w0(20, 1.0f);
+  const auto* bytes = reinterpret_cast<const std::byte*>(m1.data());
+  EXPECT_EQ(init_state(a.m, a.c, static_cast<uint8_t>(proto::StateArray::moment1), 0, 20, bytes, 42),
+            InitResult::accepted);
+  EXPECT_EQ(init_state(a.m, a.c, static_cast<uint8_t>(proto::StateArray::moment1), 10, 11, bytes, 42),
+            InitResult::bad_request);  // past the chunk
+  EXPECT_EQ(init_state(a.m, a.c, 7, 0, 20, bytes, 42), InitResult::bad_request);
+  EXPECT_EQ(a.c.step, 42u);
+  // The weights' init keeps the moments the state set.
+  EXPECT_EQ(init_segment(a.m, a.c, 0, reinterpret_cast<const std::byte*>(w0.data()), Dtype::fp32),
+            InitResult::chunk_initialized);
+  EXPECT_EQ(state_array(a.c, static_cast<uint8_t>(proto::StateArray::moment1))[5], 0.25f);
+  EXPECT_EQ(a.push(0, 0, 0), PushResult::segment_complete);
+  advance_round(a.m, a.c);
+  EXPECT_EQ(a.c.step, 43u);
+  EXPECT_EQ(init_state(a.m, a.c, static_cast<uint8_t>(proto::StateArray::moment2), 0, 20, bytes, 1),
+            InitResult::too_late);
+  // Plain SGD keeps no moments.
+  TestChunk s(1, 20, 352, Dtype::fp32, true);
+  EXPECT_EQ(init_state(s.m, s.c, static_cast<uint8_t>(proto::StateArray::moment1), 0, 20, bytes, 1),
+            InitResult::bad_request);
 }
 
 TEST(Chunk, Bf16PushesWidenAndNarrow) {

@@ -62,6 +62,7 @@ TEST(ConfigDiff, LimitsSecretsSourcesAndNamesChangeInPlace) {
   next.jobs[1].allowed_sources = {{0xc6120000, 24}};
   next.jobs[1].worker_ipv4 = {1, 2, 3, 4};
   next.jobs[2].name = "c-renamed";
+  next.jobs[2].nonfinite = config::Nonfinite::refuse;
   next.timeouts.round_stall_ms = 5;
   next.limits.memory_bytes = 1ull << 31;
   const auto d = diff_configs(base(), next);

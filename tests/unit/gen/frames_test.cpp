@@ -194,6 +194,7 @@ TEST(GenPcap, ParserRefusesTruncatedFilesAndReadsBothByteOrders) {
                                                            : store_le<uint32_t>(file.data() + off, v); };
   for (bool big : {false, true}) {
     put32(0, kPcapMagicNs, big);
+    put32(4, big ? 0x00020004 : 0x00040002, big);  // version 2.4 (two 16-bit fields)
     put32(20, kLinktypeEthernet, big);
     put32(24, 3, big);    // seconds
     put32(28, 500, big);  // nanoseconds
@@ -208,6 +209,31 @@ TEST(GenPcap, ParserRefusesTruncatedFilesAndReadsBothByteOrders) {
   file.resize(file.size() + 7);  // a partial record header after the last record
   EXPECT_FALSE(parse_pcap(file, "test"));
   EXPECT_FALSE(parse_pcap(std::span(file).first(23), "test"));
+}
+
+TEST(GenPcap, RefusesOtherLinkTypesAndFramesLongerThanTheSnapLength) {
+  const std::string path = "/tmp/phub-gen-test-snap-" + std::to_string(getpid()) + ".pcap";
+  {
+    auto w = PcapWriter::create(path, 100);
+    ASSERT_TRUE(w) << w.error();
+    EXPECT_TRUE(w->write(std::vector<std::byte>(100, std::byte{3}), 1));
+    EXPECT_FALSE(w->write(std::vector<std::byte>(101, std::byte{3}), 2));
+    ASSERT_TRUE(w->close());
+    EXPECT_EQ(w->frames(), 1u);
+  }
+  auto r = read_pcap(path);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->snaplen, 100u);
+  ASSERT_EQ(r->frames.size(), 1u);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::vector<std::byte> file(24 + 16 + 100);
+  ASSERT_EQ(std::fread(file.data(), 1, file.size(), f), file.size());
+  std::fclose(f);
+  std::remove(path.c_str());
+  store_le<uint32_t>(file.data() + 20, 105);  // LINKTYPE_IEEE802_11
+  EXPECT_FALSE(parse_pcap(file, "test"));
+  EXPECT_FALSE(read_pcap("/nonexistent/phub.pcap"));
 }
 
 TEST(GenCounters, PercentilesWithinTheBucketResolution) {

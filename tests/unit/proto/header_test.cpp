@@ -96,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Corruption{"version_2", 2, 2, ParseError::bad_version},
                       Corruption{"version_4", 2, 4, ParseError::bad_version},
                       Corruption{"opcode_zero", 3, 0, ParseError::bad_opcode},
-                      Corruption{"opcode_high", 3, 16, ParseError::bad_opcode},
+                      Corruption{"opcode_high", 3, kOpcodeMax + 1, ParseError::bad_opcode},
                       Corruption{"opcode_255", 3, 255, ParseError::bad_opcode},
                       Corruption{"dtype", 6, 3, ParseError::bad_dtype},
                       Corruption{"status", 7, 200, ParseError::bad_status},

@@ -1,7 +1,8 @@
 // phub-probe output tests: hosts files, matrix files, report, hostfile, heatmap, and the Lua rack snippet
 // loaded by the real config loader inside a minimal config.
 #include <gtest/gtest.h>
-#include <png.h>
+#include <cairo.h>
+#include <fontconfig/fontconfig.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -11,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "font5x8.hpp"
 #include "heatmap.hpp"
 #include "hosts_file.hpp"
 #include "matrix_io.hpp"
@@ -103,41 +103,35 @@ TEST(Outputs, HostfileAndRankEnvFollowTheRing) {
   EXPECT_EQ(std::count(json.begin(), json.end(), '['), std::count(json.begin(), json.end(), ']'));
 }
 
-// Reads `chars` characters of text back from the picture where `at` says it starts, glyph by glyph against
-// the font: the text pixels are exactly the ink colour. A cell that matches no glyph reads as '\x01'.
-std::u32string read_text(const Image& img, const TextSpan& at, size_t chars) {
-  auto ink = [&](unsigned x, unsigned y) {
-    if (x >= img.width || y >= img.height) return false;
-    const uint8_t* p = &img.rgb[(size_t{y} * img.width + x) * 3];
-    return p[0] == 32 && p[1] == 32 && p[2] == 32;
-  };
-  std::u32string candidates = U" ?";
-  for (char32_t c = 0x21; c < 0x7F; ++c)
-    if (font::has_glyph(c)) candidates += c;
-  candidates += font::kMicro;
-  std::u32string out;
-  const unsigned s = at.scale;
-  for (size_t i = 0; i < chars; ++i) {
-    font::Glyph seen{};
-    for (unsigned gy = 0; gy < font::kGlyphHeight; ++gy)
-      for (unsigned gx = 0; gx < font::kGlyphWidth; ++gx) {
-        const unsigned along = static_cast<unsigned>(i) * font::kAdvance + gx;
-        const bool on = at.vertical ? (at.y >= (along + 1) * s && ink(at.x + gy * s, at.y - (along + 1) * s))
-                                    : ink(at.x + along * s, at.y + gy * s);
-        if (on) seen[gy] = static_cast<uint8_t>(seen[gy] | (1u << (font::kGlyphWidth - 1 - gx)));
-      }
-    char32_t found = 1;
-    for (char32_t c : candidates)
-      if (font::glyph(c) == seen) found = c;
-    out += found;
-  }
-  return out;
+// Whether the picture shows `at` as drawn: the text is the expected one, it left ink, and the pixels its
+// glyphs may touch are exactly those of the same text drawn alone on white paper (so nothing else was drawn
+// over it, and any other text in its place would differ).
+bool shows(const Image& img, const TextSpan& at) {
+  if (at.box_w <= 0 || at.box_h <= 0 || at.box_x < 0 || at.box_y < 0 ||
+      static_cast<unsigned>(at.box_x + at.box_w) > img.width || static_cast<unsigned>(at.box_y + at.box_h) > img.height)
+    return false;
+  TextSpan copy = at;
+  const Image alone = render_text(copy, img.width, img.height);
+  bool ink = false;
+  for (int y = at.box_y; y < at.box_y + at.box_h; ++y)
+    for (int x = at.box_x; x < at.box_x + at.box_w; ++x) {
+      const size_t i = (static_cast<size_t>(y) * img.width + static_cast<size_t>(x)) * 3;
+      if (!std::equal(&img.rgb[i], &img.rgb[i] + 3, &alone.rgb[i])) return false;
+      ink = ink || img.rgb[i] < 128;
+    }
+  return ink;
 }
 
-// The text as drawn, plus one character's room after it, must read back as the expected text and a blank.
 void expect_reads(const Image& img, const TextSpan& at, const std::string& text) {
-  const std::u32string want = font::decode_utf8(text) + U" ";
-  EXPECT_EQ(read_text(img, at, want.size()), want) << "where \"" << text << "\" should be (" << at.x << ", " << at.y << ")";
+  EXPECT_EQ(at.text, text);
+  EXPECT_TRUE(shows(img, at)) << "\"" << text << "\" is not drawn where the layout says (" << at.x << ", " << at.y << ")";
+}
+
+// The ink of `at` lies inside [lo, hi) along y (horizontal text) or x (vertical text).
+void expect_within(const TextSpan& at, unsigned lo, unsigned hi) {
+  const int from = at.vertical ? at.box_x : at.box_y, len = at.vertical ? at.box_w : at.box_h;
+  EXPECT_GE(from, static_cast<int>(lo)) << at.text;
+  EXPECT_LE(from + len, static_cast<int>(hi)) << at.text;
 }
 
 const uint8_t* pixel(const Image& img, unsigned x, unsigned y) { return &img.rgb[(size_t{y} * img.width + x) * 3]; }
@@ -151,19 +145,35 @@ topo::Matrix renamed(const topo::Matrix& m, const std::vector<std::string>& name
   return out;
 }
 
-TEST(Font, EveryGlyphIsDistinct) {
-  std::u32string all = U" ";
-  for (char32_t c = 0x21; c < 0x7F; ++c)
-    if (font::has_glyph(c)) all += c;
-  all += font::kMicro;
-  for (char32_t c = U'0'; c <= U'9'; ++c) EXPECT_TRUE(font::has_glyph(c));
-  for (char32_t c = U'a'; c <= U'z'; ++c) EXPECT_TRUE(font::has_glyph(c) && font::has_glyph(c - 32));
-  for (char32_t c : std::u32string_view(U".-_:/()~")) EXPECT_TRUE(font::has_glyph(c));
-  for (size_t i = 0; i < all.size(); ++i)
-    for (size_t j = i + 1; j < all.size(); ++j)
-      EXPECT_NE(font::glyph(all[i]), font::glyph(all[j])) << "glyphs " << i << " and " << j;
-  EXPECT_EQ(font::glyph(U'\u20ac'), font::glyph(U'?'));  // what the font lacks draws as '?'
-  EXPECT_EQ(font::decode_utf8("a\xc2\xb5" "b\xff"), (std::u32string{U'a', font::kMicro, U'b', U'?'}));
+// The labels' font is DejaVu Sans (fonts-dejavu-core), not a fallback, and the text check tells texts apart.
+TEST(Heatmap, LabelsAreDejaVuSansAndTheTextCheckTellsTextsApart) {
+  FcPattern* want = FcNameParse(reinterpret_cast<const FcChar8*>(kFontFamily));
+  ASSERT_NE(want, nullptr);
+  FcConfigSubstitute(nullptr, want, FcMatchPattern);
+  FcDefaultSubstitute(want);
+  FcResult result = FcResultNoMatch;
+  FcPattern* got = FcFontMatch(nullptr, want, &result);
+  ASSERT_NE(got, nullptr);
+  FcChar8* family = nullptr;
+  EXPECT_EQ(FcPatternGetString(got, FC_FAMILY, 0, &family), FcResultMatch);
+  EXPECT_STREQ(reinterpret_cast<const char*>(family), kFontFamily) << "is fonts-dejavu-core installed?";
+  FcPatternDestroy(got);
+  FcPatternDestroy(want);
+
+  TextSpan a{"rack1", 13};
+  a.x = 20, a.y = 30;
+  const Image img = render_text(a, 120, 50);
+  EXPECT_GT(a.box_w, 20);
+  EXPECT_TRUE(shows(img, a));
+  TextSpan other = a;
+  other.text = "rack7";
+  EXPECT_FALSE(shows(img, other));
+  other = a;
+  other.x += 1;  // one pixel off
+  EXPECT_FALSE(shows(img, other));
+  other = a;
+  other.vertical = true;
+  EXPECT_FALSE(shows(img, other));
 }
 
 TEST(Heatmap, AxisLabelsDropTheCommonDomainAndElideTheMiddle) {
@@ -207,11 +217,13 @@ TEST(Outputs, HeatmapNamesHostsGroupsAndScale) {
     const std::string& name = f.s.matrix.hosts()[f.plan.ring[p]].name;
     expect_reads(img, lay.row_labels[p], name);
     expect_reads(img, lay.col_labels[p], name);
-    // The row's name sits beside the row, the column's above the column.
-    EXPECT_GE(lay.row_labels[p].y, lay.y0 + p * lay.cell);
-    EXPECT_LE(lay.row_labels[p].y + 8 * lay.row_labels[p].scale, lay.y0 + (p + 1) * lay.cell);
-    EXPECT_GE(lay.col_labels[p].x, lay.x0 + p * lay.cell);
-    EXPECT_LE(lay.col_labels[p].x + 8 * lay.col_labels[p].scale, lay.x0 + (p + 1) * lay.cell);
+    // The row's name sits beside the row, left of the strip; the column's above the column, reading upwards.
+    expect_within(lay.row_labels[p], lay.y0 + p * lay.cell, lay.y0 + (p + 1) * lay.cell);
+    expect_within(lay.col_labels[p], lay.x0 + p * lay.cell, lay.x0 + (p + 1) * lay.cell);
+    EXPECT_LT(lay.row_labels[p].box_x + lay.row_labels[p].box_w, static_cast<int>(lay.x0 - 2 - lay.strip));
+    EXPECT_LT(lay.col_labels[p].box_y + lay.col_labels[p].box_h, static_cast<int>(lay.y0 - 2 - lay.strip));
+    EXPECT_TRUE(lay.col_labels[p].vertical);
+    EXPECT_GE(lay.row_labels[p].size, 9.0);  // readable
     EXPECT_EQ(pixel(img, lay.x0 + p * lay.cell + lay.cell / 2, lay.y0 + p * lay.cell + lay.cell / 2)[0], 0);  // diagonal
   }
   ASSERT_EQ(lay.groups.size(), 3u);
@@ -223,8 +235,9 @@ TEST(Outputs, HeatmapNamesHostsGroupsAndScale) {
       EXPECT_EQ(f.plan.clustering.group[lay.order[p]], f.plan.clustering.group[f.plan.racks.members[g][0]]);
     expect_reads(img, grp.label, rack_name(g));
     const unsigned mid = lay.y0 + (grp.first * 2 + grp.count) * lay.cell / 2;
-    EXPECT_GE(grp.label.y + 8 * grp.label.scale, mid);  // the name is level with its group
-    EXPECT_LE(grp.label.y, mid);
+    EXPECT_GE(grp.label.box_y + grp.label.box_h, static_cast<int>(mid));  // the name is level with its group
+    EXPECT_LE(grp.label.box_y, static_cast<int>(mid));
+    EXPECT_GT(grp.label.box_x, static_cast<int>(lay.x0 + lay.side));
     const uint8_t* left = pixel(img, lay.x0 - 2 - lay.strip / 2, mid);
     const uint8_t* top = pixel(img, lay.x0 + (mid - lay.y0), lay.y0 - 2 - lay.strip / 2);
     EXPECT_TRUE(std::equal(left, left + 3, top)) << "left and top strips of group " << g << " differ";
@@ -261,13 +274,19 @@ TEST(Outputs, HeatmapNamesHostsGroupsAndScale) {
   // What the file holds is this picture.
   const std::string path = std::filesystem::temp_directory_path() / "phub_probe_heatmap_test.png";
   ASSERT_TRUE(write_png(path, img));
-  png_image pi{};
-  pi.version = PNG_IMAGE_VERSION;
-  ASSERT_NE(png_image_begin_read_from_file(&pi, path.c_str()), 0);
-  pi.format = PNG_FORMAT_RGB;
-  std::vector<uint8_t> back(PNG_IMAGE_SIZE(pi));
-  ASSERT_NE(png_image_finish_read(&pi, nullptr, back.data(), 0, nullptr), 0);
-  EXPECT_EQ(pi.width, img.width);
+  cairo_surface_t* png = cairo_image_surface_create_from_png(path.c_str());
+  ASSERT_EQ(cairo_surface_status(png), CAIRO_STATUS_SUCCESS);
+  ASSERT_EQ(static_cast<unsigned>(cairo_image_surface_get_width(png)), img.width);
+  ASSERT_EQ(static_cast<unsigned>(cairo_image_surface_get_height(png)), img.height);
+  std::vector<uint8_t> back;
+  for (int y = 0; y < cairo_image_surface_get_height(png); ++y) {
+    const auto* row = reinterpret_cast<const uint32_t*>(cairo_image_surface_get_data(png) +
+                                                        static_cast<ptrdiff_t>(y) * cairo_image_surface_get_stride(png));
+    for (unsigned x = 0; x < img.width; ++x) {
+      for (const int shift : {16, 8, 0}) back.push_back(static_cast<uint8_t>(row[x] >> shift));
+    }
+  }
+  cairo_surface_destroy(png);
   EXPECT_EQ(back, img.rgb);
   std::filesystem::remove(path);
 }
@@ -292,14 +311,12 @@ TEST(Outputs, HeatmapShortensNamesAndMarksExcludedHosts) {
   expect_reads(img, lay.groups.back().label, "excluded");
   const uint8_t* grey = pixel(img, lay.x0 + lay.cell / 2, lay.y0 + 8 * lay.cell + lay.cell / 2);
   EXPECT_EQ(grey[0], 160);
-  const TextSpan legend{"missing", 0, lay.title.y, lay.title.scale, false};
-  bool found = false;  // the legend's word, somewhere on the title's line to its right
-  for (unsigned x = lay.title.x; x < img.width && !found; ++x) {
-    TextSpan at = legend;
-    at.x = x;
-    found = read_text(img, at, 7) == U"missing";
-  }
-  EXPECT_TRUE(found);
+  // The legend's word on the title's line, to its right, beside a grey swatch.
+  expect_reads(img, lay.missing_label, "missing");
+  EXPECT_EQ(lay.missing_label.y, lay.title.y);
+  EXPECT_GT(lay.missing_label.box_x, lay.title.box_x + lay.title.box_w);
+  EXPECT_EQ(pixel(img, static_cast<unsigned>(lay.missing_label.box_x) - 8,
+                  static_cast<unsigned>(lay.missing_label.y) - 3)[0], 160);
 }
 
 // 64 hosts still get names (8-pixel cells) in a picture of reasonable size; more hosts get none.

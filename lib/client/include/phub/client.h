@@ -34,9 +34,14 @@ typedef enum phub_status {
                                     reset it), or another process still holds this rank in its epoch */
   PHUB_ERR_DRAINED = 16,         /* the server starts no new round of the job: drained by the operator,
                                     or removed by a reload */
-  PHUB_ERR_RESUMED = 17          /* ps: the server restarted and restored the job from a checkpoint; this
+  PHUB_ERR_RESUMED = 17,         /* ps: the server restarted and restored the job from a checkpoint; this
                                     operation is void. phub_start_round gives the round to repeat the
                                     steps from, phub_pull the restored weights (docs/client.md) */
+  PHUB_ERR_HPARAMS = 18,         /* ps: the server refused the step's hyperparameter set: the ranks sent
+                                    different sets for the round, or the set is for another optimizer than
+                                    the job's (the message names it) */
+  PHUB_ERR_NONFINITE = 19        /* the server refused a push with NaN or Inf that the step did not declare
+                                    (the job's nonfinite = "refuse"; declare it: PHUB_STEP_NONFINITE) */
 } phub_status;
 
 /* The *_ENUM_MAX_ entries make every int a valid value of the type, so that the library can check (and
@@ -168,8 +173,51 @@ int phub_init(phub_client* c, uint32_t key, void* buf);
 int phub_step(phub_client* c, uint32_t key, const void* grads, void* weights);
 int phub_step_async(phub_client* c, uint32_t key, const void* grads, void* weights, phub_request** req);
 
+/* ps: the hyperparameters of one parameter group for a step (docs/protocol.md, "Hyperparameters"), the
+ * arguments of the torch optimizer the job's optimizer names: PHUB_OPT_SGD (plain, momentum, or Nesterov
+ * by its values), PHUB_OPT_ADAM or PHUB_OPT_ADAMW. Fill with phub_hparams_init first. */
+#define PHUB_OPT_SGD 0u
+#define PHUB_OPT_ADAM 1u
+#define PHUB_OPT_ADAMW 2u
+typedef struct phub_hparams {
+  uint32_t struct_size; /* sizeof(phub_hparams), set by phub_hparams_init */
+  uint32_t optimizer;   /* PHUB_OPT_* */
+  uint32_t nesterov;    /* SGD: 1 for Nesterov momentum */
+  double lr;
+  double momentum;      /* SGD */
+  double beta1, beta2, eps; /* Adam, AdamW */
+  double weight_decay;  /* SGD, Adam: L2 added to the gradient; AdamW: decoupled */
+} phub_hparams;
+void phub_hparams_init(phub_hparams* h);
+/* Registers a set (checked as torch checks its optimizer's arguments) and gives its id for phub_step_ex.
+ * The client sends it to each server lcore once, before the first push that names it. */
+int phub_register_hparams(phub_client* c, const phub_hparams* h, uint64_t* id);
+
+/* phub_step_async with the step's hyperparameter set (0: the job's configured optimizer) and flags:
+ * PHUB_STEP_NONFINITE declares that this rank found NaN or Inf in its gradients; the server then applies no
+ * update to any chunk of the round (every rank gets the weights unchanged). Every rank must name the same
+ * set for a key in a round; a disagreement fails with PHUB_ERR_HPARAMS. */
+#define PHUB_STEP_NONFINITE 0x1u
+int phub_step_ex(phub_client* c, uint32_t key, const void* grads, void* weights, uint64_t hparams_id,
+                 uint32_t flags, phub_request** req);
+
 /* Drive requests until req completes (or its deadline passes); frees req and returns its status. */
 int phub_wait(phub_client* c, phub_request* req);
+/* phub_wait, and what the results said: PHUB_RESULT_SKIPPED when a ps step's round was skipped (a rank
+ * declared it non-finite; the weights written are the unchanged ones). */
+#define PHUB_RESULT_SKIPPED 0x1u
+int phub_wait_ex(phub_client* c, phub_request* req, uint32_t* result_flags);
+
+/* ps: the optimizer's state of a key, fp32, as the servers hold it (docs/protocol.md, "Optimizer state"):
+ * PHUB_STATE_MASTER the fp32 weights, PHUB_STATE_MOMENT1 the momentum buffer or Adam's exp_avg,
+ * PHUB_STATE_MOMENT2 Adam's exp_avg_sq. phub_state_pull reads it and the step count between steps;
+ * phub_state_init (rank 0) sets it and the step count on servers that have not trained the job (call it
+ * before phub_init, whose weights then keep the moments set). */
+#define PHUB_STATE_MASTER 1
+#define PHUB_STATE_MOMENT1 2
+#define PHUB_STATE_MOMENT2 3
+int phub_state_pull(phub_client* c, uint32_t key, int array, float* dst, uint64_t* step);
+int phub_state_init(phub_client* c, uint32_t key, int array, const float* src, uint64_t step);
 /* Drive requests without blocking; *done = 1 when req has completed (then phub_wait returns at once). */
 int phub_test(phub_client* c, phub_request* req, int* done);
 

@@ -8,13 +8,16 @@ STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "state", 3: "system", 4: "unreachable", 5: "timeout",
     6: "round_stalled", 7: "round_mismatch", 8: "chunk_map", 9: "config_mismatch", 10: "not_initialized",
     11: "protocol", 12: "no_memory", 13: "auth", 14: "broken", 15: "epoch", 16: "drained",
-    17: "resumed",
+    17: "resumed", 18: "hparams", 19: "nonfinite",
 }
 PHUB_ERR_RESUMED = 17
 MODES = {"allreduce": 0, "ps": 1}
 DTYPES = {"fp32": 0, "fp16": 1, "bf16": 2}
 REDUCES = {"sum": 0, "mean": 1}
 FLAG_NO_GSO, FLAG_NO_GRO, FLAG_CRC, FLAG_JOIN_CURRENT, FLAG_FRESH_WEIGHTS = 0x1, 0x2, 0x4, 0x8, 0x10
+OPTIMIZERS = {"sgd": 0, "adam": 1, "adamw": 2}  # PHUB_OPT_*: the torch optimizer class a hyperparameter set is for
+STEP_NONFINITE, RESULT_SKIPPED = 0x1, 0x1
+STATE_ARRAYS = {"master": 1, "moment1": 2, "moment2": 3}  # PHUB_STATE_*
 
 
 class Config(ctypes.Structure):
@@ -66,6 +69,12 @@ class Stats(ctypes.Structure):
         ("sessions", ctypes.c_uint32)]
 
 
+class Hparams(ctypes.Structure):
+    """struct phub_hparams, field for field."""
+    _fields_ = [("struct_size", ctypes.c_uint32), ("optimizer", ctypes.c_uint32), ("nesterov", ctypes.c_uint32)] + [
+        (name, ctypes.c_double) for name in ("lr", "momentum", "beta1", "beta2", "eps", "weight_decay")]
+
+
 def _candidates():
     env = os.environ.get("PHUB_CLIENT_LIB")
     if env:
@@ -111,6 +120,12 @@ _prototypes = {
     "phub_test": (ctypes.c_int, [_P, _P, ctypes.POINTER(ctypes.c_int)]),
     "phub_get_stats": (ctypes.c_int, [_P, ctypes.POINTER(Stats)]),
     "phub_start_round": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_uint32)]),
+    "phub_hparams_init": (None, [ctypes.POINTER(Hparams)]),
+    "phub_register_hparams": (ctypes.c_int, [_P, ctypes.POINTER(Hparams), ctypes.POINTER(ctypes.c_uint64)]),
+    "phub_step_ex": (ctypes.c_int, [_P, ctypes.c_uint32, _P, _P, ctypes.c_uint64, ctypes.c_uint32, ctypes.POINTER(_P)]),
+    "phub_wait_ex": (ctypes.c_int, [_P, _P, ctypes.POINTER(ctypes.c_uint32)]),
+    "phub_state_pull": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_int, _P, ctypes.POINTER(ctypes.c_uint64)]),
+    "phub_state_init": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_int, _P, ctypes.c_uint64]),
 }
 for _name, (_res, _args) in _prototypes.items():
     _fn = getattr(lib, _name)

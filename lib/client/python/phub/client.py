@@ -3,6 +3,7 @@ import ctypes
 import os
 
 from . import _lib
+from . import launch
 from .errors import PhubError, check
 
 _TORCH_DTYPES = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}
@@ -38,6 +39,7 @@ class Request:
 
     def __init__(self, client, handle, keep):
         self._client, self._handle, self._keep = client, handle, keep
+        self.skipped = False  # a ps step: the server skipped its round (a rank declared it non-finite)
 
     def done(self):
         if self._handle is None:
@@ -49,8 +51,21 @@ class Request:
     def wait(self):
         if self._handle is not None:
             handle, self._handle = self._handle, None
-            check(_lib.lib.phub_wait(self._client._h, handle))
+            flags = ctypes.c_uint32(0)
+            try:
+                check(_lib.lib.phub_wait_ex(self._client._h, handle, ctypes.byref(flags)))
+            finally:
+                self.skipped = bool(flags.value & _lib.RESULT_SKIPPED)
         return self._keep[0] if self._keep else None
+
+
+def _rank_and_workers(env, overrides):
+    """rank and workers for Client.from_env: from the launcher's variables (phub.launch.detect), unless both are
+    among the keyword arguments."""
+    if "rank" in overrides and "workers" in overrides:
+        return {}
+    found = launch.detect(env)
+    return {"rank": found.rank, "workers": found.world_size}
 
 
 def _env(env, name, default=None, cast=str):
@@ -99,14 +114,16 @@ class Client:
 
     @classmethod
     def from_env(cls, env=None, **overrides):
-        """Settings from torchrun-style variables: RANK, WORLD_SIZE and PHUB_SERVER, PHUB_PORT_BASE, PHUB_JOB,
-        PHUB_SECRET, PHUB_LCORES, PHUB_MODE, PHUB_DTYPE, PHUB_REDUCE, PHUB_CHUNK_BYTES, PHUB_MTU, PHUB_TIMEOUT_MS,
-        PHUB_WINDOW, PHUB_DELAY_TARGET_US, PHUB_BIND, PHUB_ROUND_MODULUS, PHUB_RUN_TOKEN. Keyword arguments
-        override them."""
+        """Settings from the environment. Rank and workers: from the launcher's variables, in phub.launch's
+        order (PHUB_RANK/PHUB_WORLD_SIZE, torchrun's RANK/WORLD_SIZE, OpenMPI's OMPI_COMM_WORLD_*, Hydra's
+        PMI_RANK/PMI_SIZE, srun's SLURM_PROCID/SLURM_NTASKS; docs/training.md, "Launchers"). The job: PHUB_SERVER,
+        PHUB_PORT_BASE, PHUB_JOB, PHUB_SECRET, PHUB_LCORES, PHUB_MODE, PHUB_DTYPE, PHUB_REDUCE, PHUB_CHUNK_BYTES,
+        PHUB_MTU, PHUB_TIMEOUT_MS, PHUB_WINDOW, PHUB_DELAY_TARGET_US, PHUB_BIND, PHUB_ROUND_MODULUS,
+        PHUB_RUN_TOKEN. Keyword arguments override them (rank and workers both given: no launcher is read)."""
         env = os.environ if env is None else env
         table = [  # argument, variable, default (None: required), type
             ("servers", "PHUB_SERVER", None, str), ("port_base", "PHUB_PORT_BASE", None, int),
-            ("job", "PHUB_JOB", None, int), ("rank", "RANK", None, int), ("workers", "WORLD_SIZE", None, int),
+            ("job", "PHUB_JOB", None, int),
             ("secret", "PHUB_SECRET", "", str), ("lcores", "PHUB_LCORES", 1, int),
             ("mode", "PHUB_MODE", "allreduce", str), ("dtype", "PHUB_DTYPE", "fp32", str),
             ("reduce", "PHUB_REDUCE", "mean", str), ("chunk_bytes", "PHUB_CHUNK_BYTES", 32768, int),
@@ -115,6 +132,7 @@ class Client:
             ("bind", "PHUB_BIND", "", str),
             ("round_modulus", "PHUB_ROUND_MODULUS", 0, int), ("run_token", "PHUB_RUN_TOKEN", 0, int)]
         settings = {arg: _env(env, var, default, cast) for arg, var, default, cast in table if arg not in overrides}
+        settings.update(_rank_and_workers(env, overrides))
         settings.update(overrides)
         return cls(**settings)
 
@@ -180,12 +198,53 @@ class Client:
             check(_lib.lib.phub_init(self._h, key, address))
         return params
 
-    def step_async(self, param, grad, key=None):
+    def register_hparams(self, optimizer="sgd", lr=0.0, momentum=0.0, nesterov=False, betas=(0.0, 0.0), eps=0.0,
+                         weight_decay=0.0):
+        """ps mode: a hyperparameter set (one parameter group's values for a step) that steps name by the id this
+        returns. `optimizer` is the torch class it is for: "sgd", "adam" or "adamw" (the job's optimizer must be
+        that one). The values are checked as torch checks its optimizer's arguments."""
+        h = _lib.Hparams()
+        _lib.lib.phub_hparams_init(ctypes.byref(h))
+        if optimizer not in _lib.OPTIMIZERS:
+            raise ValueError("phub: optimizer %r is not one of %s" % (optimizer, sorted(_lib.OPTIMIZERS)))
+        h.optimizer, h.nesterov = _lib.OPTIMIZERS[optimizer], int(bool(nesterov))
+        h.lr, h.momentum, h.beta1, h.beta2, h.eps, h.weight_decay = (
+            float(lr), float(momentum), float(betas[0]), float(betas[1]), float(eps), float(weight_decay))
+        ident = ctypes.c_uint64(0)
+        check(_lib.lib.phub_register_hparams(self._h, ctypes.byref(h), ctypes.byref(ident)))
+        return ident.value
+
+    def step_async(self, param, grad, key=None, hparams=0, nonfinite=False):
+        """ps mode: push `grad`, receive the updated weights into `param`. `hparams`: the id of the step's
+        hyperparameter set (register_hparams; 0: the job's configured optimizer); `nonfinite`: this rank found NaN
+        or Inf in this step's gradients, and the server skips the round (request.skipped says so after wait)."""
         key, waddr = self._resolve(param, key)
         _, gaddr = self._resolve(grad, key, writable=False)
         handle = ctypes.c_void_p()
-        check(_lib.lib.phub_step_async(self._h, key, gaddr, waddr, ctypes.byref(handle)))
+        flags = _lib.STEP_NONFINITE if nonfinite else 0
+        check(_lib.lib.phub_step_ex(self._h, key, gaddr, waddr, int(hparams), flags, ctypes.byref(handle)))
         return Request(self, handle, (param, grad))
+
+    def state_pull(self, key, array, out):
+        """ps mode: the optimizer state `array` ("master", "moment1" or "moment2") of key `key` into `out` (fp32,
+        the key's elements), as the servers hold it; returns the chunks' optimizer step count."""
+        address, elems, dtype = buffer_of(out)
+        self._check_state_buffer(key, elems, dtype)
+        step = ctypes.c_uint64(0)
+        check(_lib.lib.phub_state_pull(self._h, key, _lib.STATE_ARRAYS[array], address, ctypes.byref(step)))
+        return step.value
+
+    def state_init(self, key, array, values, step):
+        """ps mode, rank 0, before init(): set the optimizer state `array` of key `key` from `values` (fp32) and the
+        step count, on servers that have not trained the job."""
+        address, elems, dtype = buffer_of(values, writable=False)
+        self._check_state_buffer(key, elems, dtype)
+        check(_lib.lib.phub_state_init(self._h, key, _lib.STATE_ARRAYS[array], address, int(step)))
+
+    def _check_state_buffer(self, key, elems, dtype):
+        if key >= len(self._elems) or elems != self._elems[key] or dtype != "fp32":
+            raise ValueError("phub: optimizer state of key %d is %d fp32 elements, got %d %s"
+                             % (key, self._elems[key] if key < len(self._elems) else -1, elems, dtype))
 
     def step(self, params, grads):
         """ps mode: pushes every gradient, receives every updated weight in place (keys in list order)."""

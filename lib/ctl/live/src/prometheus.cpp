@@ -82,6 +82,21 @@ void lcore_families(const engine::CounterReport& r, std::vector<MetricFamily>& o
                                 total > 0 ? static_cast<double>(l.counters.busy_tsc) / total : 0.0));
   }
   out.push_back(std::move(busy));
+  for (const bool rx : {true, false}) {
+    auto msgs = family(rx ? "phub_lcore_rx_messages_total" : "phub_lcore_tx_messages_total",
+                       rx ? "phub messages the lcore handled, by opcode" : "frames the lcore's ports took, by phub opcode "
+                                                                          "(other: not a phub message)",
+                       MetricType::Counter);
+    for (const auto& l : r.lcores) {
+      const auto& n = rx ? l.counters.rx_messages : l.counters.tx_messages;
+      for (size_t op = rx ? 1 : 0; op < engine::kOpcodeSlots; ++op) {
+        msgs.metric.push_back(counter({{"lcore", std::to_string(l.lcore_id)},
+                                       {"opcode", std::string(engine::message_slot_name(op))}},
+                                      static_cast<double>(n[op])));
+      }
+    }
+    out.push_back(std::move(msgs));
+  }
 }
 
 void job_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {

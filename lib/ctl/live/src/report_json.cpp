@@ -2,111 +2,87 @@
 #include "phub/ctl/report_json.hpp"
 
 #include "phub/base/ipv4.hpp"
-#include "phub/base/json_writer.hpp"
+#include "phub/base/json.hpp"
 
 namespace phub::ctl {
 namespace {
 
-void drops(JsonWriter& w, const std::array<uint64_t, engine::kDropCount>& d) {
-  w.begin_object("drops");
-  for (size_t i = 0; i < engine::kDropCount; ++i) w.value(engine::drop_name(static_cast<engine::Drop>(i)), d[i]);
-  w.end_object();
+Json drops(const std::array<uint64_t, engine::kDropCount>& d) {
+  Json out = Json::object();
+  for (size_t i = 0; i < engine::kDropCount; ++i) out[engine::drop_name(static_cast<engine::Drop>(i))] = d[i];
+  return out;
+}
+
+// phub messages by opcode name ("other": frames that are not phub messages).
+Json messages(const std::array<uint64_t, engine::kOpcodeSlots>& n) {
+  Json out = Json::object();
+  for (size_t op = 0; op < engine::kOpcodeSlots; ++op) out[std::string(engine::message_slot_name(op))] = n[op];
+  return out;
 }
 
 }  // namespace
 
 std::string report_json(const CounterSample& s) {
   const auto& r = s.report;
-  JsonWriter w;
-  w.begin_object();
-  w.value("sample", s.sequence);
-  w.value("taken_unix_ms", s.taken_unix_ms);
-  w.value("tsc_hz", r.tsc_hz);
-  w.begin_array("lcores");
+  Json w;
+  w["sample"] = s.sequence;
+  w["taken_unix_ms"] = s.taken_unix_ms;
+  w["tsc_hz"] = r.tsc_hz;
+  Json& lcores = w["lcores"] = Json::array();
   engine::LcoreCounters sum;
   for (const auto& l : r.lcores) {
     engine::accumulate(sum, l.counters);
-    w.begin_object();
-    w.value("lcore", l.lcore_id);
-    w.value("index", l.index);
-    for (const auto& f : engine::kLcoreFields) w.value(f.name, l.counters.*f.member);
-    w.begin_array("loop_gaps_us", true);  // iterations per bucket: up to each bound, the last one beyond
-    for (uint64_t n : l.counters.loop_gaps) w.item(n);
-    w.end_array();
-    drops(w, l.counters.drops);
-    w.end_object();
+    Json& lc = lcores.emplace_back();
+    lc["lcore"] = l.lcore_id;
+    lc["index"] = l.index;
+    for (const auto& f : engine::kLcoreFields) lc[f.name] = l.counters.*f.member;
+    lc["loop_gaps_us"] = l.counters.loop_gaps;  // iterations per bucket: up to each bound, the last one beyond
+    lc["drops"] = drops(l.counters.drops);
+    lc["rx_messages"] = messages(l.counters.rx_messages);
+    lc["tx_messages"] = messages(l.counters.tx_messages);
   }
-  w.end_array();
-  w.begin_array("jobs");
+  Json& jobs = w["jobs"] = Json::array();
   for (const auto& j : r.jobs) {
-    w.begin_object();
-    w.value("id", j.id);
-    w.value("name", j.name);
-    w.value("epoch", j.epoch);
-    w.value("draining", j.draining);
-    w.value("open_rounds", j.open_rounds);
-    for (const auto& f : engine::kJobFields) w.value(f.name, j.counters.*f.member);
-    drops(w, j.counters.drops);
-    w.begin_array("hubs");  // hierarchical jobs: each peer hub (docs/hierarchy.md)
+    Json& job = jobs.emplace_back();
+    job["id"] = j.id;
+    job["name"] = j.name;
+    job["epoch"] = j.epoch;
+    job["draining"] = j.draining;
+    job["open_rounds"] = j.open_rounds;
+    for (const auto& f : engine::kJobFields) job[f.name] = j.counters.*f.member;
+    job["drops"] = drops(j.counters.drops);
+    Json& hubs = job["hubs"] = Json::array();  // hierarchical jobs: each peer hub (docs/hierarchy.md)
     for (const auto& h : j.hubs) {
-      w.begin_object();
-      w.value("rack", h.rack);
-      w.value("ipv4", format_ipv4(h.ipv4));
-      for (const auto& f : engine::kHubPeerFields) w.value(f.name, f.get(h));
-      if (h.answer_age_ms != UINT64_MAX) w.value("answer_age_ms", h.answer_age_ms);
-      w.value("fingerprint", h.fingerprint);
-      w.begin_array("fingerprint_differs", true);
-      for (const auto& c : h.fingerprint_differs) w.item(c);
-      w.end_array();
-      w.end_object();
+      Json& hub = hubs.emplace_back();
+      hub["rack"] = h.rack;
+      hub["ipv4"] = format_ipv4(h.ipv4);
+      for (const auto& f : engine::kHubPeerFields) hub[f.name] = f.get(h);
+      if (h.answer_age_ms != UINT64_MAX) hub["answer_age_ms"] = h.answer_age_ms;
+      hub["fingerprint"] = h.fingerprint;
+      hub["fingerprint_differs"] = h.fingerprint_differs;
     }
-    w.end_array();
-    w.begin_array("round_latency_us", true);  // rounds per bucket: up to each bound, the last one beyond
-    for (uint64_t n : j.counters.round_latency) w.item(n);
-    w.end_array();
-    w.end_object();
+    job["round_latency_us"] = j.counters.round_latency;  // rounds per bucket: up to each bound, the last one beyond
     for (size_t d = 0; d < engine::kDropCount; ++d) sum.drops[d] += j.counters.drops[d];
   }
-  w.end_array();
-  w.begin_array("loop_gap_bounds_us", true);
-  for (uint64_t b : engine::kGapBoundsUs) w.item(b);
-  w.end_array();
-  w.begin_array("round_latency_bounds_us", true);
-  for (uint64_t b : engine::kLatencyBoundsUs) w.item(b);
-  w.end_array();
-  drops(w, sum.drops);
-  w.begin_object("malformed");
+  w["loop_gap_bounds_us"] = engine::kGapBoundsUs;
+  w["round_latency_bounds_us"] = engine::kLatencyBoundsUs;
+  w["drops"] = drops(sum.drops);
+  Json& malformed = w["malformed"] = Json::object();
   for (size_t e = 0; e < proto::kParseErrorCount; ++e) {
-    w.value(proto::parse_error_name(static_cast<proto::ParseError>(e)), sum.malformed[e]);
+    malformed[proto::parse_error_name(static_cast<proto::ParseError>(e))] = sum.malformed[e];
   }
-  w.end_object();
-  w.begin_array("ports");
+  Json& ports = w["ports"] = Json::array();
   for (const auto& p : r.ports) {
-    w.begin_object();
-    w.value("name", p.name);
-    w.value("rx_packets", p.stats.rx_packets);
-    w.value("rx_bytes", p.stats.rx_bytes);
-    w.value("rx_missed", p.stats.rx_missed);
-    w.value("rx_errors", p.stats.rx_errors);
-    w.value("rx_nombuf", p.stats.rx_nombuf);
-    w.value("tx_packets", p.stats.tx_packets);
-    w.value("tx_bytes", p.stats.tx_bytes);
-    w.value("tx_errors", p.stats.tx_errors);
-    w.end_object();
+    ports.push_back({{"name", p.name}, {"rx_packets", p.stats.rx_packets}, {"rx_bytes", p.stats.rx_bytes},
+                     {"rx_missed", p.stats.rx_missed}, {"rx_errors", p.stats.rx_errors},
+                     {"rx_nombuf", p.stats.rx_nombuf}, {"tx_packets", p.stats.tx_packets},
+                     {"tx_bytes", p.stats.tx_bytes}, {"tx_errors", p.stats.tx_errors}});
   }
-  w.end_array();
-  w.begin_array("pools");
+  Json& pools = w["pools"] = Json::array();
   for (const auto& p : r.pools) {
-    w.begin_object();
-    w.value("name", p.name);
-    w.value("size", p.size);
-    w.value("in_use", p.in_use);
-    w.value("avail", p.avail);
-    w.end_object();
+    pools.push_back({{"name", p.name}, {"size", p.size}, {"in_use", p.in_use}, {"avail", p.avail}});
   }
-  w.end_array();
-  w.end_object();
-  return w.str();
+  return json_text(std::move(w));
 }
 
 }  // namespace phub::ctl

@@ -31,16 +31,17 @@ enum class OptimizerKind : uint8_t { sgd, momentum, nesterov, adam };
 }
 
 // torch.optim semantics of PyTorch 1.13 (SGD with dampening 0, Adam, AdamW; no amsgrad, no maximize).
-// Derived constants (1 - beta1, bias corrections, 1 - lr*wd) are computed in double from these floats and
-// rounded to float once, as torch does from Python floats.
+// The values are doubles, as Python floats are: derived constants (1 - beta1, bias corrections, lr / bias
+// correction, 1 - lr*wd) are computed in double from them and rounded to float once, as torch does; the
+// values an operation takes directly (momentum, beta1, eps, ...) are rounded to float, as torch's kernels do.
 struct OptimizerParams {
   OptimizerKind kind = OptimizerKind::sgd;
-  float lr = 0.01F;
-  float momentum = 0.0F;      // momentum / nesterov
-  float beta1 = 0.9F;         // adam
-  float beta2 = 0.999F;       // adam
-  float eps = 1e-8F;          // adam
-  float weight_decay = 0.0F;  // L2 added to the gradient; with adamw, decoupled: w *= 1 - lr*wd
+  double lr = 0.01;
+  double momentum = 0.0;      // momentum / nesterov
+  double beta1 = 0.9;         // adam
+  double beta2 = 0.999;       // adam
+  double eps = 1e-8;          // adam
+  double weight_decay = 0.0;  // L2 added to the gradient; with adamw, decoupled: w *= 1 - lr*wd
   bool adamw = false;
   uint64_t step = 1;          // 1-based; momentum buffers start from g at step 1; Adam bias correction
   float grad_scale = 1.0F;    // g is multiplied by this first (1/W turns a sum into a mean)

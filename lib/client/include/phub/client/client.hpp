@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +27,7 @@
 #include "phub/proto/auth.hpp"
 #include "phub/proto/handshake.hpp"
 #include "phub/proto/header.hpp"
+#include "phub/proto/hparams.hpp"
 #include "phub/proto/replay_window.hpp"
 #include "phub/proto/session.hpp"
 #include "phub/proto/session_tag.hpp"
@@ -52,6 +54,14 @@ struct OpId {
   uint32_t gen = 0;
 };
 
+// What a ps step says of its round besides the gradients (docs/protocol.md, "Hyperparameters"): the
+// hyperparameter set its pushes name (0: the job's configured optimizer), and whether the caller found NaN or
+// Inf in its gradients (the server then skips the round for every rank).
+struct StepSettings {
+  uint64_t hparams = 0;
+  bool nonfinite = false;
+};
+
 class Client {
  public:
   [[nodiscard]] static Result<std::unique_ptr<Client>> connect(const Options& o);
@@ -65,10 +75,24 @@ class Client {
 
   // Starts an operation on a key; buffers hold the key's elements in the job's dtype and must stay valid
   // until the operation completes or is released.
-  [[nodiscard]] Result<OpId> post(OpKind kind, uint32_t key, const std::byte* src, std::byte* dst);
+  [[nodiscard]] Result<OpId> post(OpKind kind, uint32_t key, const std::byte* src, std::byte* dst,
+                                  const StepSettings& step = {});
   // Drives traffic until `id` completes or misses its deadline, then forgets it. `lock` (if given) is
-  // released while the thread sleeps in poll(), so other threads may post meanwhile.
-  [[nodiscard]] Expected<void, Error> wait(OpId id, std::unique_lock<std::mutex>* lock);
+  // released while the thread sleeps in poll(), so other threads may post meanwhile. `skipped`, when given,
+  // says whether the server skipped a step's round (a rank declared it non-finite: the weights are unchanged).
+  [[nodiscard]] Expected<void, Error> wait(OpId id, std::unique_lock<std::mutex>* lock, bool* skipped = nullptr);
+
+  // ps: a hyperparameter set for steps to name (StepSettings::hparams): checked (hparams_refusal), kept, and
+  // registered with each server lcore before the first push that names it. Returns its id.
+  [[nodiscard]] Result<uint64_t> register_hparams(const proto::Hparams& h);
+
+  // ps: an optimizer state array (proto::StateArray master, moment1 or moment2) of key `key`, fp32, piece by
+  // piece (state.cpp): read from the servers into `dst` with the chunks' step count, or set from `src` with
+  // `step` on servers that have not trained the job yet (rank 0, before the weights' init).
+  [[nodiscard]] Expected<void, Error> state_pull(uint32_t key, uint8_t array, float* dst, uint64_t* step,
+                                                 std::unique_lock<std::mutex>* lock);
+  [[nodiscard]] Expected<void, Error> state_init(uint32_t key, uint8_t array, const float* src, uint64_t step,
+                                                 std::unique_lock<std::mutex>* lock);
   // Drives traffic without sleeping; true when `id` has completed.
   [[nodiscard]] Result<bool> test(OpId id);
   // Forgets a request; one still running is abandoned (the client is then out of step: broken).
@@ -173,7 +197,36 @@ class Client {
     bool done = false;
     bool not_initialized_seen = false;
     int32_t stall_rank = -1;  // from round_stalled errors: a rank the server still waits for
+    StepSettings step;        // ps step: its hyperparameter set and declaration
+    bool skipped = false;     // ps step: a result said the round was skipped
     Error err;
+  };
+  // A hyperparameter set this client registered, and where (by owner) the server acknowledged it.
+  struct HparamsSet {
+    uint64_t id = 0;
+    proto::HparamsWire wire{};
+    std::vector<uint8_t> acked;     // by owner
+    std::vector<uint64_t> sent_ns;  // by owner: the last registration sent (0: none since the last refusal)
+    std::string refused;            // a server refused it: why (the ops naming it fail with this)
+  };
+  // One state pull or init in progress (state.cpp): its pieces, in batches, each answered by a result.
+  struct Transfer {
+    bool active = false;
+    bool init = false;
+    uint8_t array = 0;
+    uint32_t key = 0;
+    const std::byte* src = nullptr;  // init: the key's fp32 elements
+    std::byte* dst = nullptr;        // pull
+    uint64_t step = 0;               // init: sent; pull: what the answers carry
+    bool step_seen = false;
+    std::vector<std::pair<uint32_t, uint32_t>> pieces;  // (chunk, element offset in the chunk)
+    std::vector<uint8_t> done;       // by piece
+    size_t batch_begin = 0, batch_end = 0;  // the pieces sent and awaited now
+    size_t left_in_batch = 0;
+    uint64_t resend_ns = 0;
+    uint64_t deadline_ns = 0;
+    std::optional<Error> err;
+    std::array<std::byte, proto::kTailBytes> tail{};
   };
 
   explicit Client(const Options& o);
@@ -197,7 +250,7 @@ class Client {
   // Seals a written header (and the payload sent after it) of a packet to `owner` under its session: the
   // next sequence number, the MAC when the session has payload MACs and the packet carries elements.
   void seal_for_session(uint32_t owner, const proto::Header& h, std::span<std::byte, proto::kHeaderBytes> wire,
-                        std::span<const std::byte> payload);
+                        std::span<const std::byte> payload, std::span<const std::byte> tail = {});
   void on_joined(const proto::Header& h, uint32_t owner, uint64_t now);
   void on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t now);
   // Resuming after the server restored the job from a checkpoint (ps): ask every lcore where the job stands,
@@ -221,6 +274,19 @@ class Client {
   void on_datagram(std::span<const std::byte> bytes, const Endpoint& from, uint64_t now);
   void on_result(const proto::Header& h, std::span<const std::byte> payload, uint64_t now);
   void on_error(const proto::Header& h);
+  // Hyperparameter sets (state.cpp): the registration queued to `owner` before the pushes of a chunk that name
+  // set `id` (unless acknowledged, or sent within the retransmit timeout; called before the room for the pushes
+  // is made), its acknowledgement, a refusal.
+  void ensure_hparams(uint32_t owner, uint64_t id, uint64_t now);
+  [[nodiscard]] HparamsSet* find_set(uint64_t id) noexcept;
+  void on_hparams_answer(const proto::Header& h, uint32_t owner);
+  [[nodiscard]] bool on_hparams_error(const proto::Header& h);
+  // State transfers (state.cpp).
+  [[nodiscard]] Expected<void, Error> run_transfer(std::unique_lock<std::mutex>* lock);
+  void service_transfer(uint64_t now);
+  void send_transfer_batch(uint64_t now);
+  void on_state_result(const proto::Header& h, std::span<const std::byte> payload);
+  [[nodiscard]] uint32_t state_piece_elems() const noexcept;
   void start_chunks(uint64_t now);
   void start_chunk(uint32_t slot, uint32_t chunk, uint64_t now);
   [[nodiscard]] bool make_room(size_t packets);
@@ -251,6 +317,7 @@ class Client {
   // Takes the queued packets of operation `slot` out of the send queue: once an operation has ended, nothing
   // may read its buffers any more (they belong to the caller again).
   void unqueue(uint32_t slot);
+  void unqueue_if(const std::function<bool(const OutPacket&)>& drop);  // the same for the packets `drop` picks
   void detach_chunk(uint32_t chunk);
   [[nodiscard]] uint64_t next_wake(uint64_t now) const noexcept;
   void sleep_until(uint64_t wake_ns, uint64_t now, std::unique_lock<std::mutex>* lock);
@@ -261,6 +328,18 @@ class Client {
 
   // Packet building.
   [[nodiscard]] bool queue_room(size_t packets) const noexcept { return queue_.size() + packets <= queue_cap_; }
+  // After queue_[i] moved to headers_[i]: its header (and tail, if it has one) are read from there.
+  void repoint(size_t i) noexcept {
+    queue_[i].header = headers_[i].data();
+    if (queue_[i].tail_bytes != 0) queue_[i].tail = headers_[i].data() + proto::kHeaderBytes;
+  }
+  // Queues a packet whose header was written to headers_[queue_.size()] (and its tail after it).
+  void queue_packet(const Endpoint& to, const std::byte* payload, uint32_t payload_bytes, uint32_t op,
+                    uint32_t tail_bytes = 0) {
+    const size_t i = queue_.size();
+    queue_.push_back(OutPacket{to, headers_[i].data(), payload, payload_bytes, op,
+                               tail_bytes != 0 ? headers_[i].data() + proto::kHeaderBytes : nullptr, tail_bytes});
+  }
   void enqueue(proto::Opcode op, uint32_t chunk, uint32_t round, uint32_t seg, bool with_payload, bool retransmit,
                const std::byte* payload_base);
   // A header-only packet (join, leave) to one server lcore.
@@ -294,7 +373,8 @@ class Client {
   std::vector<std::pair<uint64_t, uint32_t>> pull_retries_;  // (when, chunk) of pulls to ask again
 
   std::vector<OutPacket> queue_;
-  std::vector<std::array<std::byte, proto::kHeaderBytes>> headers_;
+  // Each queued packet's header, and after it its tail (a ps push's hyperparameter set id), sent from here.
+  std::vector<std::array<std::byte, proto::kHeaderBytes + proto::kTailBytes>> headers_;
   size_t queue_cap_ = 0;
   bool send_blocked_ = false;
   uint32_t seq_ = 0;
@@ -311,6 +391,10 @@ class Client {
   uint32_t resumes_ = 0;
   uint32_t rejoins_ = 0;
   std::string resume_why_;           // what operations posted while the resume is pending fail with
+
+  std::deque<HparamsSet> sets_;    // registered hyperparameter sets, the newest last (kKeptSets at most)
+  static constexpr size_t kKeptSets = 256;
+  Transfer transfer_;
 
   std::vector<std::vector<std::byte>> stash_;      // per key: results of phub_push until phub_pull
   std::vector<std::optional<OpId>> pending_push_;  // per key

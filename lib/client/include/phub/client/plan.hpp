@@ -48,6 +48,8 @@ class Plan {
     const auto& c = layout_.chunk(chunk);
     return (c.key_offset + layout_.segment_offset(s)) * elem_bytes_;
   }
+  // The element offset of a chunk's first element within its key.
+  [[nodiscard]] uint64_t key_elem_offset(uint32_t chunk) const noexcept { return layout_.chunk(chunk).key_offset; }
 
  private:
   proto::Layout layout_;

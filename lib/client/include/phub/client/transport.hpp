@@ -28,6 +28,9 @@ struct OutPacket {
   const std::byte* payload = nullptr;
   uint32_t payload_bytes = 0;
   uint32_t op = UINT32_MAX;  // the operation whose buffer the payload is read from (UINT32_MAX: none)
+  const std::byte* tail = nullptr;  // sent after the payload (a ps push's tail, header.hpp flag::tail)
+  uint32_t tail_bytes = 0;
+  [[nodiscard]] size_t datagram_bytes() const noexcept { return proto::kHeaderBytes + payload_bytes + tail_bytes; }
 };
 
 struct TransportCounters {
@@ -82,6 +85,7 @@ class Transport {
   static constexpr size_t kMaxGsoSegments = 64;
   static constexpr size_t kMaxGsoBytes = 63 * 1024;
   static constexpr size_t kRecvBatch = 32;
+  static constexpr size_t kIovsPerPacket = 3;  // header, payload, tail
 
  private:
   Transport() = default;

@@ -59,6 +59,10 @@ struct Polling {
 
 enum class JobMode : uint8_t { allreduce, ps };
 enum class Reduce : uint8_t { sum, mean };
+// What the server does with a push that carries NaN or Inf its rank did not declare (docs/server.md,
+// "Non-finite values"): refuse it with an error to the rank, or take it (summed in allreduce; in ps a
+// non-finite round is skipped, never applied). Counted either way.
+enum class Nonfinite : uint8_t { refuse, pass };
 enum class OptimizerKind : uint8_t { sgd, momentum, nesterov, adam };
 
 struct Optimizer {
@@ -102,6 +106,7 @@ struct Job {
   Reduce reduce = Reduce::sum;     // allreduce mode: sum or mean
   Dtype dtype = Dtype::fp32;       // element type of pushes (and of allreduce results)
   bool deterministic = false;      // sum in rank order: bit-identical results whatever the arrival order
+  Nonfinite nonfinite = Nonfinite::pass;  // loader default: refuse in ps mode, pass in allreduce
   uint16_t workers = 0;            // 1..1024
   uint16_t port_base = 0;          // lcore i of Config::lcores receives this job's chunks on port_base + i
   std::string secret;              // authenticates packets; at least 16 bytes unless insecure

@@ -10,6 +10,7 @@
 
 #include "phub/agg/kernels.hpp"
 #include "phub/base/dtype.hpp"
+#include "phub/engine/hparams_table.hpp"
 #include "phub/proto/homes.hpp"
 
 namespace phub::engine {
@@ -70,7 +71,18 @@ struct Chunk {
   bool advance_pending = false;  // `round` is complete; its advance waits for a free result buffer
   bool initialized = false;    // ps: all segments initialised by rank 0
   uint32_t init_segs = 0;      // ps: segments initialised so far
-  uint64_t step = 0;           // ps: optimizer updates applied
+  uint64_t step = 0;           // ps: optimizer updates applied (rounds that updated the chunk; set by a state init)
+  bool trained = false;        // ps: an update ran since the weights were set: an init now comes too late
+  bool state_loaded = false;   // ps: a state init set moments (a weights init then leaves them as they are)
+  // ps: the current round's optimizer settings (docs/protocol.md, "Hyperparameters"). Its first contribution
+  // fixes the hyperparameter set (hp_id 0: the job's configured optimizer); a rank that declared the round
+  // non-finite makes it skip; `updated` once a segment of it was updated (the step count then advances).
+  bool hp_set = false;
+  bool skip = false;
+  bool updated = false;
+  bool prev_skipped = false;   // ps: the round whose result out[cur ^ 1] holds was skipped
+  uint64_t hp_id = 0;
+  agg::OptimizerParams hp;
   uint64_t first_tsc = 0;      // first contribution of `round` (0: none yet)
   uint64_t stall_reported_tsc = 0;
   uint16_t home = 0;                 // hierarchical: the rack index of the chunk's home hub
@@ -119,6 +131,14 @@ struct ChunkSizes {
 // Returns the bytes used.
 size_t carve_chunk(const JobMath& m, Chunk& c, std::byte* arena) noexcept;
 
+// What a ps contribution says of its round besides its elements: the hyperparameter set it names (id 0 and
+// null: the job's configured optimizer), and whether its rank declared the round non-finite (flag::nonfinite).
+struct RoundIntent {
+  uint64_t hparams_id = 0;
+  HparamsTable* sets = nullptr;  // where the round's first contribution finds the set's values (id != 0)
+  bool nonfinite = false;
+};
+
 enum class PushResult : uint8_t {
   accepted,            // counted; segment not complete yet
   segment_complete,    // counted and it completed the segment: send out[cur] segment to every worker (and, at a
@@ -132,6 +152,8 @@ enum class PushResult : uint8_t {
   behind,              // older than the kept result
   not_initialized,     // ps weights not initialised yet
   bad_round,           // round >= round_modulus
+  hparams_unknown,     // ps: the round's first contribution names a set the lcore does not hold; not counted
+  hparams_mismatch,    // ps: names another hyperparameter set than the round's first contribution did; not counted
 };
 
 // Rounds compared modulo JobMath::round_modulus: the signed distance a - b, centred on 0.
@@ -140,14 +162,21 @@ enum class PushResult : uint8_t {
 [[nodiscard]] uint32_t prev_round(const JobMath& m, uint32_t r) noexcept;
 
 // Count rank's contribution `payload` (n elements of in_dtype at element `offset` of segment `seg`) towards
-// `round`. On segment_complete the segment's result is already in out[cur].
+// `round`. On segment_complete the segment's result is already in out[cur]. A ps job's contribution brings its
+// RoundIntent (see there).
 [[nodiscard]] PushResult contribute(const JobMath& m, Chunk& c, uint16_t rank, uint32_t round, uint32_t seg,
-                                    const std::byte* payload, uint64_t now_tsc) noexcept;
+                                    const std::byte* payload, uint64_t now_tsc, const RoundIntent& intent = {}) noexcept;
 
 // The home counts one rack's fp32 partial of piece `piece` of segment `seg` towards `round` (payload: the
 // piece's elements). The same answers as contribute (rack_complete excepted).
 [[nodiscard]] PushResult contribute_partial(const JobMath& m, Chunk& c, uint16_t rack, uint32_t round, uint32_t seg,
-                                            uint16_t piece, const std::byte* payload, uint64_t now_tsc) noexcept;
+                                            uint16_t piece, const std::byte* payload, uint64_t now_tsc,
+                                            const RoundIntent& intent = {}) noexcept;
+
+// Whether the round whose result out[buf] holds was skipped (ps: a rank declared it non-finite).
+[[nodiscard]] inline bool result_skipped(const Chunk& c, int buf) noexcept {
+  return buf == c.cur ? c.skip : c.prev_skipped;
+}
 
 enum class ResultArrival : uint8_t {
   completed,      // written into out[cur]: the segment is done; send it to this rack's workers
@@ -205,9 +234,19 @@ enum class WeightsArrival : uint8_t {
 enum class InitResult : uint8_t { accepted, chunk_initialized, too_late, bad_request };
 
 // ps mode: rank 0 sets the initial weights of a segment. Allowed until the first update; re-sending is fine.
-// The payload holds the segment's elements in dtype `d` (fp32 recommended: weights are kept in fp32).
+// The payload holds the segment's elements in dtype `d` (fp32 recommended: weights are kept in fp32). The
+// moments are zeroed unless a state init set them (init_state).
 [[nodiscard]] InitResult init_segment(const JobMath& m, Chunk& c, uint32_t seg, const std::byte* payload,
                                       Dtype d) noexcept;
+
+// ps mode: rank 0 sets `n` elements from element `off` of an optimizer state array (proto::StateArray moment1 or
+// moment2; payload fp32) and the chunk's step count, restoring an optimizer's state (PSOptimizer.load_state_dict)
+// before the weights' init. Allowed until the first update; bad_request for an array the job's optimizer has
+// not, or a range outside the chunk.
+[[nodiscard]] InitResult init_state(const JobMath& m, Chunk& c, uint8_t array, uint32_t off, uint32_t n,
+                                    const std::byte* payload, uint64_t step) noexcept;
+// The fp32 array a state pull reads (master weights, moments; null where the chunk keeps none).
+[[nodiscard]] const float* state_array(const Chunk& c, uint8_t array) noexcept;
 
 // The two levels of a hierarchical job's deterministic sum (docs/hierarchy.md, "Summation order").
 // A rack's partial of elements [off, off + n): the staged contributions of `ranks` (the rack's ranks, in

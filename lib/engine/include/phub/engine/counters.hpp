@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "phub/proto/errors.hpp"
+#include "phub/proto/header.hpp"
 
 namespace phub::engine {
 
@@ -67,7 +68,11 @@ namespace phub::engine {
   X(bad_mac, "sessions job: a session packet whose tag is right but whose payload MAC is not")               \
   X(mac_missing, "payload_mac job: a push, init (or result) session packet without its payload MAC")        \
   X(session_replaced, "sessions job: a packet of a rank's former session (a later join replaced it)")       \
-  X(no_session, "sessions job: an answer not sent, the rank has no established session (or a packet opened under none)")
+  X(no_session, "sessions job: an answer not sent, the rank has no established session (or a packet opened under none)") \
+  X(hparams_unknown, "ps push whose round starts with a hyperparameter set this lcore does not hold (answered: register it)") \
+  X(hparams_mismatch, "ps push naming another hyperparameter set than the round's other ranks (answered)")  \
+  X(hparams_refused, "ps hyperparameter set malformed, under another id, or not for the job's optimizer (answered)") \
+  X(nonfinite_refused, "a push with NaN or Inf its rank did not declare, under nonfinite = refuse (answered)")
 
 enum class Drop : uint8_t {
 #define PHUB_X(name, help) name,
@@ -78,6 +83,8 @@ enum class Drop : uint8_t {
 inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
 
 [[nodiscard]] std::string_view drop_name(Drop d) noexcept;
+// The name of a slot of rx_messages / tx_messages: the opcode's, "other" for slot 0.
+[[nodiscard]] std::string_view message_slot_name(size_t slot) noexcept;
 [[nodiscard]] std::string_view drop_help(Drop d) noexcept;
 
 // Per lcore: traffic and the loop.
@@ -143,6 +150,12 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(weights_requested, "hierarchical ps: header-only fwd_init requests for a chunk's weights sent to its home") \
   X(weights_sent, "hierarchical ps home: fwd_result segments answering a forwarded init or a weights request") \
   X(weights_received, "hierarchical ps: weight segments from home hubs stored here before the first round")  \
+  X(hparams_registered, "ps: hyperparameter sets registered (hparams messages taken, repeats included)")       \
+  X(nonfinite_declared, "ps: pushes whose rank declared its step non-finite")                                  \
+  X(rounds_skipped, "ps: chunk rounds that updated nothing: a rank declared them non-finite")                 \
+  X(nonfinite_passed, "pushes with undeclared NaN or Inf taken (nonfinite = pass): summed, or in ps a skipped round") \
+  X(nonfinite_sums, "allreduce: result segments holding NaN or Inf (sent as they are)")                        \
+  X(state_inits, "ps: optimizer state pieces set by init (PSOptimizer.load_state_dict)")                      \
   X(round_latency_sum_ns, "sum of the completed rounds' latencies, first push to last result")
 
 // Round latency histogram: a round's time from its first contribution to its completion. Upper bounds in
@@ -156,6 +169,12 @@ inline constexpr size_t kLatencyBuckets = kLatencyBoundsUs.size() + 1;
 inline constexpr std::array<uint64_t, 10> kGapBoundsUs = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000};
 inline constexpr size_t kGapBuckets = kGapBoundsUs.size() + 1;
 
+// phub messages by opcode, per lcore (docs/server.md, "Counters"): received, counted once by the lcore that
+// handled the message (after a hand-off, its owner) once its header parsed; and sent, counted when the port
+// took the frame. Indexed by opcode value; slot 0 holds the frames sent that are not phub messages (ARP and
+// ICMP answers, and a probe answer to a VLAN-tagged probe). A capture of the port shows the same numbers.
+inline constexpr size_t kOpcodeSlots = size_t{proto::kOpcodeMax} + 1;
+
 struct alignas(64) LcoreCounters {
 #define PHUB_X(name, help) uint64_t name = 0;
   PHUB_LCORE_COUNTERS(PHUB_X)
@@ -163,6 +182,8 @@ struct alignas(64) LcoreCounters {
   std::array<uint64_t, kGapBuckets> loop_gaps{};  // loop iterations per gap bucket (not cumulative)
   std::array<uint64_t, kDropCount> drops{};  // reasons no job is known for
   std::array<uint64_t, proto::kParseErrorCount> malformed{};
+  std::array<uint64_t, kOpcodeSlots> rx_messages{};  // by opcode (see kOpcodeSlots)
+  std::array<uint64_t, kOpcodeSlots> tx_messages{};
 };
 
 struct alignas(64) JobCounters {

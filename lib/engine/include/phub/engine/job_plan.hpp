@@ -33,6 +33,7 @@ struct JobPlan {
   proto::AuthKey handshake_key;
   proto::AuthKey previous_handshake_key;
   uint16_t lcores = 1;         // lcores of this server
+  uint32_t state_piece_elems = 0;  // ps: fp32 elements per piece of a state pull or init (with its tail)
   uint16_t first_owner = 0;    // layout owner of this server's lcore 0 (sharded jobs: shard_index * lcores)
   uint64_t rate_per_lcore_pps = 0;
   uint64_t answer_bytes_per_lcore_s = 0;  // the job's answer_bytes_per_s, this lcore's share (0: unlimited)

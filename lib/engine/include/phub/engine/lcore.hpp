@@ -53,6 +53,8 @@ class Lcore {
   // that its polling gives the CPU away there).
   int run() noexcept;
   void set_realtime(const std::optional<RealtimePolicy>& realtime) { realtime_ = realtime; }
+  // Whether run() has started its loop (its scheduling policy set): Engine::start waits for it.
+  [[nodiscard]] bool looping() const noexcept { return looping_.load(std::memory_order_acquire); }
 
   // The control thread serves the lcore's requests itself while the lcore does not run (before start(),
   // after stop()).
@@ -110,6 +112,17 @@ class Lcore {
   bool queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept;
   void on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noexcept;
   void on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  // ps jobs' hyperparameter sets and optimizer state (ps_state.cpp): a set registered and acknowledged; a pull
+  // or init of a state array (status 1..3), piece by piece, answered with the piece as held now.
+  void on_hparams(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  void on_state_pull(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  void on_state_init(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  Chunk* state_chunk(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
+  bool state_piece(Rx& rx, const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t& off, uint32_t& n) noexcept;
+  // A message to `peer` with `h.payload_bytes` copied from `elems` (and the tail, with flag::tail), within the
+  // amplification limit and the job's answer_bytes_per_s. True if queued.
+  bool send_copied(const JobPlan& plan, LcoreJob& lj, Peer& peer, proto::Header h, const std::byte* elems,
+                   uint64_t tail) noexcept;
   void on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   // A packet from `peer`'s current address while it is unproven: its cookie proves the address, else its
   // bytes become credit for what may be sent there.
@@ -214,7 +227,12 @@ class Lcore {
   // the payload MAC. Zero-copy when `from` is the result buffer `payload` lies in and the port can chain.
   // False if it was not queued (the reason is counted as a drop).
   bool transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
-                        const std::byte* payload) noexcept;
+                        const std::byte* payload, std::span<const std::byte> tail = {}) noexcept;
+  // Hierarchical ps (ps_state.cpp): a rack hub sends set `id` to the home of `rack` unless it acknowledged it
+  // (or it went within the resend timeout); the home takes a verified fwd_hparams and acknowledges it, the rack
+  // hub takes the acknowledgement.
+  void send_hparams_to(const JobPlan& plan, LcoreJob& lj, uint16_t rack, uint64_t id) noexcept;
+  void on_fwd_hparams(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   // Whether the hub of `rack` has a known MAC (copied into its Peer); asks ARP for it otherwise.
   bool resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcept;
   // A hub's MAC seen in an ARP packet from `ip`: stored for every hierarchical job that has a hub there.
@@ -263,6 +281,7 @@ class Lcore {
   std::array<uint64_t, kGapBoundsUs.size()> gap_bounds_tsc_{};  // kGapBoundsUs in TSC cycles
   uint32_t idle_polls_ = 0;
   std::optional<RealtimePolicy> realtime_;
+  std::atomic<bool> looping_{false};
   std::vector<TxBuffer> tx_;  // per port
   uint64_t tx_pool_lent_ = 0;  // slots of the transmit buffers' pool that jobs borrowed (tenant_shares.hpp)
   struct AnswerBucket {

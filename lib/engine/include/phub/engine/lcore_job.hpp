@@ -17,6 +17,7 @@
 #include "phub/engine/checkpoint_capture.hpp"
 #include "phub/engine/chunk.hpp"
 #include "phub/engine/counters.hpp"
+#include "phub/engine/hparams_table.hpp"
 #include "phub/engine/job_plan.hpp"
 #include "phub/engine/resend_timer.hpp"
 #include "phub/engine/tenant_shares.hpp"
@@ -113,6 +114,26 @@ struct HubLink {
   uint64_t next_send_tsc = 0;    // when the next hub_state goes out (0: at the next tick)
 };
 
+// A rack hub's hyperparameter sets at one chunk home (hierarchical ps jobs): the ones the home acknowledged, and
+// the one it was last sent, when. A partial that names a set the home has not acknowledged goes after it.
+struct HubHparams {
+  std::array<uint64_t, 8> acked{};  // the newest acknowledged ids, round robin
+  uint8_t next = 0;
+  uint64_t sent_id = 0;
+  uint64_t sent_tsc = 0;
+  [[nodiscard]] bool has(uint64_t id) const noexcept {
+    for (uint64_t a : acked) {
+      if (a == id) return true;
+    }
+    return false;
+  }
+  void ack(uint64_t id) noexcept {
+    if (has(id)) return;
+    acked[next] = id;
+    next = static_cast<uint8_t>((next + 1) % acked.size());
+  }
+};
+
 // The chunks (and their memory) that one lcore owns for one job. Created by the control thread on the
 // lcore's NUMA socket before the lcore can see it; afterwards only that lcore touches it, except for the
 // counters and gauges, which the control thread reads.
@@ -140,6 +161,7 @@ class LcoreJob {
   std::vector<ResendTimer> hub_resend;        // by rack: when this lcore's unanswered partials go out again
   std::vector<uint64_t> hub_result_tsc;       // by rack: when this lcore last took a round's result from it (0: never)
   std::vector<HubLink> hub_links;             // by rack
+  std::vector<HubHparams> hub_hparams;        // by rack: ps hyperparameter sets at each home
 
   // The result buffer behind out[i] of a chunk.
   [[nodiscard]] static ResultBuf* buf(const Chunk& c, int i) noexcept { return static_cast<ResultBuf*>(c.out_handle[i]); }
@@ -182,6 +204,7 @@ class LcoreJob {
   uint32_t tx_share_packets = 0;
 
   JobCounters counters;
+  HparamsTable hparams;          // ps: the hyperparameter sets the workers registered on this lcore
   uint16_t epoch = 0;            // the job's epoch on this lcore (see docs/protocol.md, "Epochs")
   uint32_t epoch_first_round = 0;  // the epoch's first round: 0, or the round after a restored checkpoint's
   bool fresh_weights_epoch = false;  // the epoch started with fresh weights (told to peer hubs)

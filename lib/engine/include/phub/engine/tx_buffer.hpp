@@ -13,8 +13,22 @@
 #include "phub/drivers/eth_port.hpp"
 #include "phub/engine/counters.hpp"
 #include "phub/engine/tenant_shares.hpp"
+#include "phub/proto/frame.hpp"
 
 namespace phub::engine {
+
+// The opcode of a phub message in an untagged Ethernet/IPv4/UDP frame without IP options, as the lcores build
+// them; 0 for any other frame (ARP, ICMP). Reads the first 46 bytes of the first segment only.
+[[nodiscard]] inline uint8_t sent_opcode(const rte_mbuf* m) noexcept {
+  constexpr size_t kPhub = proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes;
+  if (m->data_len < kPhub + 4) return 0;
+  const auto* p = rte_pktmbuf_mtod(m, const uint8_t*);
+  if (p[12] != proto::kEtherTypeIpv4 >> 8 || p[13] != (proto::kEtherTypeIpv4 & 0xff) || p[14] != 0x45 ||
+      p[23] != proto::kIpProtoUdp || p[kPhub] != proto::kMagic >> 8 || p[kPhub + 1] != (proto::kMagic & 0xff)) {
+    return 0;
+  }
+  return p[kPhub + 3] < kOpcodeSlots ? p[kPhub + 3] : 0;
+}
 
 // Port: anything with `uint16_t tx(uint16_t queue, rte_mbuf** pkts, uint16_t n) const` (tests use a stand-in).
 template <class Port>
@@ -45,6 +59,7 @@ class BasicTxBuffer {
     const uint16_t at = static_cast<uint16_t>((head_ + count_) % kCapacity);
     pkts_[at] = m;
     bytes_[at] = m->pkt_len;
+    opcode_[at] = sent_opcode(m);
     hold_[at] = hold;
     borrowed_[at] = borrowed;
     if (hold != nullptr) {
@@ -68,6 +83,7 @@ class BasicTxBuffer {
       uint64_t bytes = 0;
       for (uint16_t i = 0; i < sent; ++i) {
         bytes += bytes_[head_ + i];
+        bump(c.tx_messages[opcode_[head_ + i]]);
         release(head_ + i);
       }
       bump(c.tx_bytes, bytes);
@@ -108,6 +124,7 @@ class BasicTxBuffer {
   uint64_t* pool_lent_ = nullptr;
   rte_mbuf* pkts_[kCapacity];
   uint32_t bytes_[kCapacity];  // each queued packet's length, taken before the PMD owns it
+  uint8_t opcode_[kCapacity];  // and its phub opcode (sent_opcode)
   TxHold* hold_[kCapacity];    // each queued packet's job hold, or null
   bool borrowed_[kCapacity];   // each queued packet took a slot of the pool
 };

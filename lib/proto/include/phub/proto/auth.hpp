@@ -72,6 +72,7 @@ void seal_fwd(const AuthKey& job_key, const AuthKey& payload_key, std::span<std:
                               std::span<const std::byte, kHeaderBytes> wire, std::span<const std::byte> payload) noexcept;
 
 // CRC32C (Castagnoli) of a payload, standard form (init ~0, final xor ~0), computed with ISA-L.
-[[nodiscard]] uint32_t crc32c(std::span<const std::byte> data) noexcept;
+// (Of `data` then `more`, given apart: a payload and its tail sent from another buffer.)
+[[nodiscard]] uint32_t crc32c(std::span<const std::byte> data, std::span<const std::byte> more = {}) noexcept;
 
 }  // namespace phub::proto

@@ -107,13 +107,19 @@ void write_eth_ipv4_udp(const FlowAddrs& a, size_t udp_payload_bytes, std::span<
 // frame is IPv4/UDP and has one (a 0 field stays 0).
 void refresh_udp_checksum(std::span<std::byte> frame) noexcept;
 
-// Elements of dtype `d` that fit in one frame for an IP MTU, rounded down to a multiple of 16 elements so
-// that every segment but the last of a chunk is a whole number of SIMD vectors.
-[[nodiscard]] constexpr uint32_t segment_elems(uint32_t ip_mtu, Dtype d) noexcept {
-  const size_t overhead = kIpv4Bytes + kUdpBytes + kHeaderBytes;
+// Elements of dtype `d` that fit in one frame for an IP MTU with `reserve_bytes` after them, rounded down to a
+// multiple of 16 elements so that every segment but the last of a chunk is a whole number of SIMD vectors.
+[[nodiscard]] constexpr uint32_t segment_elems(uint32_t ip_mtu, Dtype d, size_t reserve_bytes = 0) noexcept {
+  const size_t overhead = kIpv4Bytes + kUdpBytes + kHeaderBytes + reserve_bytes;
   if (ip_mtu <= overhead) return 0;
   const size_t elems = (ip_mtu - overhead) / dtype_bytes(d);
   return static_cast<uint32_t>(elems / 16 * 16);
+}
+
+// A job's segment: a ps job's pushes and partials end with the tail (header.hpp, flag::tail), so its segments
+// leave room for it (at MTU 1500 the segment is the same, 352 fp32 or 704 16-bit elements).
+[[nodiscard]] constexpr uint32_t job_segment_elems(uint32_t ip_mtu, Dtype d, bool ps) noexcept {
+  return segment_elems(ip_mtu, d, ps ? kTailBytes : 0);
 }
 
 }  // namespace phub::proto

@@ -17,7 +17,9 @@ inline constexpr uint16_t kMagic = 0x5048;  // "PH"
 inline constexpr uint8_t kVersion = 3;  // 2: job epoch, join handshake, pull/init answers labelled as results,
                                         // hub forwards (opcodes 4, 5 and 15, docs/hierarchy.md), hub state (14);
                                         // 3: join and joined carry the session handshake (handshake.hpp), the
-                                        // mac flag, session tags and sequence numbers (session_packet.hpp)
+                                        // mac flag, session tags and sequence numbers (session_packet.hpp);
+                                        // later in 3: hyperparameter sets (opcode 16, hparams.hpp), the
+                                        // nonfinite and tail flags, state arrays in pull/init/result
 inline constexpr size_t kHeaderBytes = 54;  // Eth 14 + IPv4 20 + UDP 8 + 54 = 96: payload 32-byte aligned in a frame
 // The payload of every join and joined (the session handshake, handshake.hpp): equal, so that answering a
 // join never sends more bytes than it received.
@@ -40,9 +42,13 @@ enum class Opcode : uint8_t {
   hub_state = 14,     // hub <-> hub: a job's epoch and hierarchy fingerprint on one lcore (hub_state.hpp)
   fwd_init = 15,      // rack hub -> home hub (ps): rank 0's init of one segment, or with no elements a request
                       // for the chunk's weights (docs/hierarchy.md)
+  hparams = 16,       // worker -> server (ps): a hyperparameter set (hparams.hpp); server -> worker: its
+                      // acknowledgement, header only. chunk_id and elem_offset hold the set's id.
+  fwd_hparams = 17,   // rack hub -> home hub (ps): a hyperparameter set its ranks use; home -> rack hub: the
+                      // acknowledgement, no payload. chunk_id and elem_offset hold the set's id.
 };
 inline constexpr uint8_t kOpcodeMin = 1;
-inline constexpr uint8_t kOpcodeMax = 15;
+inline constexpr uint8_t kOpcodeMax = 17;
 
 // Whether `op` is an opcode of this protocol version.
 [[nodiscard]] constexpr bool opcode_assigned(uint8_t op) noexcept { return op >= kOpcodeMin && op <= kOpcodeMax; }
@@ -57,7 +63,8 @@ inline constexpr uint8_t kOpcodeMax = 15;
 
 // Hub-to-hub opcodes: their crc32c and aux fields hold a keyed payload MAC (auth.hpp, seal_fwd), not a CRC.
 [[nodiscard]] constexpr bool opcode_is_forward(Opcode op) noexcept {
-  return op == Opcode::fwd_partial || op == Opcode::fwd_result || op == Opcode::fwd_init;
+  return op == Opcode::fwd_partial || op == Opcode::fwd_result || op == Opcode::fwd_init ||
+         op == Opcode::fwd_hparams;
 }
 
 // Opcodes that travel only between hubs: their payload is authenticated by the same MAC as a forward's.
@@ -79,8 +86,38 @@ inline constexpr uint16_t epoch_start = 1u << 3;   // join from rank 0: start th
 inline constexpr uint16_t fresh_weights = 1u << 4; // with epoch_start in a ps job: forget the weights too
 inline constexpr uint16_t mac = 1u << 5;  // session packet: crc32c (high half) and aux (low half) hold a keyed
                                           // MAC of the payload (session_packet.hpp); never with crc
-inline constexpr uint16_t known = crc | retransmit | mean | epoch_start | fresh_weights | mac;
+// ps push: this rank found NaN or Inf in this step's gradients, the round applies no update; ps result,
+// fwd_result: the round was skipped, the weights are the previous round's; fwd_partial: a rank of the rack
+// declared it. Elsewhere refused.
+inline constexpr uint16_t nonfinite = 1u << 6;
+// The payload ends with one big-endian u64 after the elem_count elements (kTailBytes): in a ps push or
+// fwd_partial the id of the round's hyperparameter set (hparams.hpp); in an init or result of an optimizer
+// state array (status 1..3, StateArray) the chunk's optimizer step count. Elsewhere refused.
+inline constexpr uint16_t tail = 1u << 7;
+inline constexpr uint16_t known = crc | retransmit | mean | epoch_start | fresh_weights | mac | nonfinite | tail;
 }  // namespace flag
+
+inline constexpr size_t kTailBytes = 8;
+
+// The opcodes that may carry the nonfinite and tail flags (the engine checks the job's mode).
+[[nodiscard]] constexpr bool opcode_may_flag_nonfinite(Opcode op) noexcept {
+  return op == Opcode::push || op == Opcode::result || op == Opcode::fwd_partial || op == Opcode::fwd_result;
+}
+[[nodiscard]] constexpr bool opcode_may_carry_tail(Opcode op) noexcept {
+  return op == Opcode::push || op == Opcode::fwd_partial || op == Opcode::init || op == Opcode::result;
+}
+
+// Which array of a ps chunk a pull, init or result carries, in its status field (0 elsewhere but in error).
+enum class StateArray : uint8_t {
+  weights = 0,  // the weights in the job's dtype: what a result of a round carries
+  master = 1,   // the fp32 weights the optimizer updates
+  moment1 = 2,  // fp32: the momentum buffer (momentum, nesterov) or Adam's exp_avg
+  moment2 = 3,  // fp32: Adam's exp_avg_sq
+};
+inline constexpr uint8_t kStateArrayMax = 3;
+[[nodiscard]] constexpr bool opcode_names_state_array(Opcode op) noexcept {
+  return op == Opcode::pull || op == Opcode::init || op == Opcode::result;
+}
 
 // Status codes carried by Opcode::error (and 0 everywhere else).
 enum class Status : uint8_t {
@@ -93,8 +130,12 @@ enum class Status : uint8_t {
   epoch_mismatch = 6,   // the packet's epoch is not the job's; aux = the job's epoch
   bad_request = 7,      // a well-formed packet the job cannot accept (dtype mismatch, wrong owner, ...)
   draining = 8,         // the operator drained the job (or a reload removes it): no new rounds start
+  hparams_unknown = 9,  // ps: the push names a hyperparameter set this lcore does not hold: register it again
+  hparams_mismatch = 10,  // ps: the push's hyperparameter set is not the one the round's other ranks sent
+  nonfinite = 11,       // the push carries NaN or Inf it did not declare (the job refuses them); aux = the
+                        // index of the first such element in the push
 };
-inline constexpr uint8_t kStatusMax = 8;
+inline constexpr uint8_t kStatusMax = 11;
 
 [[nodiscard]] std::string_view status_name(Status s) noexcept;
 

@@ -37,6 +37,10 @@ void seal_session_packet(const SessionDirection& d, std::span<std::byte> msg, Re
 // result buffer, a push's in the caller's tensor): `wire` is sealed, `payload` only read for the MAC.
 void seal_session_header(const SessionDirection& d, std::span<std::byte, kHeaderBytes> wire,
                          std::span<const std::byte> payload, ReplyAddress reply, uint64_t seq, bool mac) noexcept;
+// The same for a payload sent from two buffers: the elements, then the tail (header.hpp, flag::tail).
+void seal_session_header(const SessionDirection& d, std::span<std::byte, kHeaderBytes> wire,
+                         std::span<const std::byte> payload, std::span<const std::byte> tail, ReplyAddress reply,
+                         uint64_t seq, bool mac) noexcept;
 
 // Opcodes whose session packets carry the payload MAC in a payload_mac job: the ones with elements that pass
 // between a worker and its server (push, init, result; hub opcodes have their own MAC).

@@ -39,9 +39,10 @@ void seal_session(const AuthKey& tag_key, std::span<std::byte, kHeaderBytes> wir
 [[nodiscard]] bool verify_session(const AuthKey& tag_key, std::span<const std::byte, kHeaderBytes> wire,
                                   ReplyAddress reply, uint64_t seq) noexcept;
 
-// The payload MAC: SipHash-2-4 under `mac_key` of seq (u64, big-endian) then the payload. A 64-bit PRF
-// output, as the header tags; the wire is to carry it in header fields the session tag covers.
-[[nodiscard]] uint64_t session_payload_mac(const AuthKey& mac_key, uint64_t seq,
-                                           std::span<const std::byte> payload) noexcept;
+// The payload MAC: SipHash-2-4 under `mac_key` of seq (u64, big-endian) then the payload (given in two pieces
+// when its tail is sent from elsewhere, header.hpp flag::tail). A 64-bit PRF output, as the header tags; the
+// wire is to carry it in header fields the session tag covers.
+[[nodiscard]] uint64_t session_payload_mac(const AuthKey& mac_key, uint64_t seq, std::span<const std::byte> payload,
+                                           std::span<const std::byte> tail = {}) noexcept;
 
 }  // namespace phub::proto
