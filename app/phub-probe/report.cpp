@@ -165,23 +165,28 @@ std::string lua_racks(const PlanInputs& in) {
       std::to_string(p.racks.members.size()) + " racks). A hub's config beside this file reads it with\n"
       "--   local plan = include(\"racks.lua\")\n"
       "-- and sets `racks = plan.racks`, `rack = \"<this hub's rack>\"` and, in the job of these hosts,\n"
-      "-- `ranks_by_rack = plan.ranks_by_rack`.\n"
+      "-- `ranks_by_rack = plan.ranks_by_rack`. `hosts_by_rack` names the host of each of those ranks, in the\n"
+      "-- same order, for a config's own Lua (a template that places each rack's hub, say): no config field.\n"
       "return {\n  racks = {\n";
   for (size_t r = 0; r < p.racks.members.size(); ++r) {
     out += "    { name = " + lua_string(rack_name(r)) + ", hub_ipv4 = " + lua_string(in.matrix.hosts()[p.racks.hub[r]].addr) +
-           ", hosts = {";
-    for (size_t h : p.racks.members[r]) out += " " + lua_string(in.matrix.hosts()[h].name) + ",";
-    out.back() = ' ';
-    out += "} },\n";
+           " },\n";
   }
-  out += "  },\n  ranks_by_rack = {\n";
-  for (size_t r = 0; r < p.racks.members.size(); ++r) {
-    out += "    " + rack_name(r) + " = {";
-    for (size_t h : p.racks.members[r]) out += " " + std::to_string(rank_of(p.ring, h)) + ",";
-    out.back() = ' ';
-    out += "},\n";
-  }
-  out += "  },\n}\n";
+  out += "  },\n";
+  // One table per rack, keyed by the rack's name: `per_host` gives a host's entry (its rank, its name).
+  auto by_rack = [&](const char* title, auto per_host) {
+    out += "  " + std::string(title) + " = {\n";
+    for (size_t r = 0; r < p.racks.members.size(); ++r) {
+      out += "    " + rack_name(r) + " = {";
+      for (size_t h : p.racks.members[r]) out += " " + per_host(h) + ",";
+      out.back() = ' ';
+      out += "},\n";
+    }
+    out += "  },\n";
+  };
+  by_rack("ranks_by_rack", [&](size_t h) { return std::to_string(rank_of(p.ring, h)); });
+  by_rack("hosts_by_rack", [&](size_t h) { return lua_string(in.matrix.hosts()[h].name); });
+  out += "}\n";
   return out;
 }
 

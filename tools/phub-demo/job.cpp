@@ -62,7 +62,8 @@ std::string usage() {
          "--seconds works in allreduce mode (the ranks agree on when to stop through the results). Rank 0 restarts\n"
          "the job (a new epoch); in ps mode the server keeps the weights of an earlier run unless rank 0 says\n"
          "--fresh-weights (results are verified from this run's own initial weights, so a rerun needs it).\n"
-         "--round-times writes one line per allreduce round: its start and end, CLOCK_MONOTONIC nanoseconds.\n";
+         "--round-times writes one line per allreduce round: its start and end, CLOCK_MONOTONIC nanoseconds.\n"
+         "--help prints this text.\n";
 }
 
 Expected<Args, std::string> parse_args(int argc, char** argv) {
@@ -75,6 +76,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
       {"--drop-ppm", &a.drop_ppm}, {"--rx-drop-ppm", &a.rx_drop_ppm}, {"--dup-ppm", &a.dup_ppm},
       {"--reorder-ppm", &a.reorder_ppm}, {"--seed", &a.seed}, {"--no-gso", &a.no_gso}, {"--no-gro", &a.no_gro},
       {"--crc", &a.crc}, {"--sync", &a.sync}, {"--fresh-weights", &a.fresh_weights}, {"--round-times", &a.round_times},
+      {"--help", &a.help},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
@@ -84,6 +86,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
     const bool ok = v != nullptr && std::visit([&](auto* target) { return assign(target, v); }, f->second);
     if (!ok) return unexpected("bad or missing value for " + std::string(flag) + "\n" + usage());
   }
+  if (a.help) return a;
   if (a.job.empty() || a.rank < 0) return unexpected("--job and --rank are required\n" + usage());
   if ((a.rounds == 0) == (a.seconds == 0)) return unexpected("give exactly one of --rounds and --seconds\n" + usage());
   if (a.bind_port > 65535) return unexpected("--bind-port must be a UDP port, 0..65535\n" + usage());

@@ -32,6 +32,7 @@ struct Args {
   std::string bind;
   uint32_t bind_port = 0;  // 0: any
   std::string round_times;  // allreduce: a file to write each round's start and end (CLOCK_MONOTONIC ns) to
+  bool help = false;        // --help: print usage() and exit
 };
 
 [[nodiscard]] Expected<Args, std::string> parse_args(int argc, char** argv);

@@ -159,6 +159,10 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "phub-demo-worker: %s", args.error().c_str());
     return 2;
   }
+  if (args->help) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
   auto job = load_job(*args);
   if (!job) {
     std::fprintf(stderr, "phub-demo-worker: %s\n", job.error().c_str());

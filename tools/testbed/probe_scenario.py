@@ -129,19 +129,24 @@ def hub_config_template(launcher, tb, job):
             "local hub_of_host = { %s }\n"
             "local racks, hub_ipv4 = {}, {}\n"
             "for i, r in ipairs(plan.racks) do\n"
-            "  racks[i] = { name = r.name, hub_ipv4 = hub_of_host[r.hosts[1]], hosts = r.hosts }\n"
+            "  racks[i] = { name = r.name, hub_ipv4 = hub_of_host[plan.hosts_by_rack[r.name][1]] }\n"
             "  hub_ipv4[r.name] = racks[i].hub_ipv4\n"
             "end\n" % hubs) + text
 
 
 def planned_racks(out_dir):
     """racks.lua as phub-probe wrote it, read back: [(rack name, [host, ...], [rank, ...])] in the file's
-    (the plan's) rack order. Raises if a rack has no ranks_by_rack entry."""
+    (the plan's) rack order, each rack's hosts (hosts_by_rack) in the order of its ranks (ranks_by_rack).
+    Raises if a rack has no ranks_by_rack or hosts_by_rack entry."""
     with open(os.path.join(out_dir, "racks.lua")) as f:
         text = f.read()
-    racks = re.findall(r'\{ name = "([^"]+)",[^{}]*hosts = \{([^}]*)\}', text)
-    ranks = dict(re.findall(r'(\w+) = \{ ([0-9, ]*) \}', text.split("ranks_by_rack", 1)[1]))
-    return [(name, re.findall(r'"([^"]+)"', hosts), [int(x) for x in ranks[name].split(",")]) for name, hosts in racks]
+    body = text.split("\nreturn {", 1)[1]  # past the header comment, which names the tables too
+    racks_text, rest = body.split("\n  ranks_by_rack = {", 1)
+    ranks_text, hosts_text = rest.split("\n  hosts_by_rack = {", 1)
+    names = re.findall(r'\{ name = "([^"]+)"', racks_text)
+    ranks = dict(re.findall(r'(\w+) = \{ ([0-9, ]*) \}', ranks_text))
+    hosts = dict(re.findall(r'(\w+) = \{ ([^}]*) \}', hosts_text))
+    return [(name, re.findall(r'"([^"]+)"', hosts[name]), [int(x) for x in ranks[name].split(",")]) for name in names]
 
 
 def check_outputs(out_dir, order):

@@ -124,7 +124,6 @@ Rack convert_rack(const Value& v, const std::string& path, Errors& errors) {
     if (auto a = as_ipv4(*ip, r.path("hub_ipv4"), PrefixForm::bare, errors)) k.hub_ipv4 = a->addr;
   }
   r.integer("hub_port_base", k.hub_port_base, 0, 65535);
-  if (const Value* hosts = r.get("hosts")) k.hosts = strings_of(*hosts, r.path("hosts"), errors);
   return k;
 }
 

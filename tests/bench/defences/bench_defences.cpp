@@ -124,7 +124,7 @@ int run(const Options& o) {
   measure("udp_checksum_vs_sum", "the UDP checksum in software (PMD without checksum offload)",
           [&] { g_sink = g_sink + proto::udp_checksum_ok(frame, *ip); });
 
-  // Sessions (issue 16, not yet on the wire): the session tag beside the job tag above, the anti-replay
+  // Sessions (docs/protocol.md, "Sessions"): the session tag beside the job tag above, the anti-replay
   // window, and the payload MAC candidates over the same 1408 bytes.
   proto::SessionContext session;
   session.rank = 3;

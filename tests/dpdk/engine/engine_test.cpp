@@ -758,7 +758,7 @@ TEST(Amplification, StallReportsToAnUnprovenAddressEndWithItsCredit) {
 TEST(Engine, RacksNeedASecret) {
   RingLink link(1);
   auto cfg = make_config(link.server_name(), 1, {make_job(1, 2, {4096})});
-  cfg.racks.push_back(config::Rack{"rack-a", 0xc6120001, 0, {}});
+  cfg.racks.push_back(config::Rack{"rack-a", 0xc6120001, 0});
   cfg.rack = "rack-a";
   cfg.jobs[0].ranks_by_rack = {{"rack-a", {0, 1}}};
   auto e = engine::Engine::create(cfg);

@@ -111,7 +111,7 @@ struct RackHub {
     p.device = core_link.server_name();
     p.ipv4 = {hub_ip(rack), 24};
     cfg.ports.push_back(p);
-    for (uint16_t i = 0; i < racks; ++i) cfg.racks.push_back({"r" + std::to_string(i), hub_ip(i), 0, {}});
+    for (uint16_t i = 0; i < racks; ++i) cfg.racks.push_back({"r" + std::to_string(i), hub_ip(i), 0});
     cfg.rack = "r" + std::to_string(rack);
     if (tweak) tweak(cfg);
     auto e = engine::Engine::create(cfg);

@@ -131,7 +131,7 @@ def main():
               open(destdir + config).read() == open(destdir + default).read())
         for ex in ("rack.lua", "two-rack.lua", "racks.lua", "tenants.lua"):
             check(f"example {ex} is installed", installed(under(o["datadir"], "phub", "examples", ex)))
-        for doc in ("README.md", "server.md", "config.md", "ctl.md"):
+        for doc in ("README.md", "docs/server.md", "docs/config.md", "docs/ctl.md"):
             check(f"doc {doc} is installed", installed(under(o["datadir"], "doc", "phub", doc)))
         check("libphub-client.so.1 and its header are installed",
               os.path.exists(destdir + under(o["libdir"], "libphub-client.so.1")) and

@@ -153,6 +153,8 @@ const Case kCases[] = {
     {"cfg.racks = { { name = 'r1', hub_ipv4 = '198.18.0.1' }, { name = 'r1', hub_ipv4 = '198.18.0.2' } }",
      "racks[2].name: \"r1\" is used twice (racks[1])"},
     {"cfg.rack = 'zz'", "rack: \"zz\" is not one of racks[].name", true},
+    // a rack's hosts are the probe's plan (racks.lua's hosts_by_rack), not a config field: nothing would read them
+    {"cfg.racks[1].hosts = { 'vm-a0' }", "racks[1].hosts: unknown key", true},
     {"cfg.racks[1].hub_ipv4 = '198.18.5.5'",
      "racks[1].hub_ipv4: 198.18.5.5 is this server's rack hub but no port has that address", true},
     {"cfg.jobs[1].ranks_by_rack.zz = {}", "jobs[1].ranks_by_rack.zz: no such rack", true},

@@ -18,7 +18,7 @@ config::Config hub(const std::string& rack, uint32_t addr, std::vector<unsigned>
   p.ipv4 = {addr, 23};
   c.ports = {p};
   for (unsigned id : lcore_ids) c.lcores.push_back({id, {}});
-  c.racks = {{"rack-a", 0xc6121401, 0, {"vm-a0", "vm-a1"}}, {"rack-b", 0xc6121501, 0, {"vm-b0", "vm-b1"}}};
+  c.racks = {{"rack-a", 0xc6121401, 0}, {"rack-b", 0xc6121501, 0}};
   c.rack = rack;
   config::Job j;
   j.id = 7;

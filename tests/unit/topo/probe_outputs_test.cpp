@@ -5,6 +5,7 @@
 #include <fontconfig/fontconfig.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -387,7 +388,36 @@ TEST(Outputs, RacksLuaIsIncludedUnchangedByAConfig) {
   size_t ranks = 0;
   for (const auto& [rack, list] : cfg->jobs[0].ranks_by_rack) ranks += list.size();
   EXPECT_EQ(ranks, 12u);
-  for (size_t r = 0; r < 3; ++r) EXPECT_EQ(cfg->racks[r].hosts.size(), f.plan.racks.members[r].size());
+
+  // hosts_by_rack, for a config's own Lua: each rack's hosts, in the order of its ranks in ranks_by_rack. A
+  // config beside racks.lua compares them with the plan's members and fails to load on any difference.
+  const std::vector<size_t>& ring = f.plan.ring;
+  std::string want = "local want = {\n";
+  for (size_t r = 0; r < 3; ++r) {
+    want += "  { [[" + rack_name(r) + "]], {";
+    for (size_t h : f.plan.racks.members[r]) want += " [[" + f.s.matrix.hosts()[h].name + "]],";
+    want += " }, {";
+    for (size_t h : f.plan.racks.members[r]) {
+      want += " " + std::to_string(std::find(ring.begin(), ring.end(), h) - ring.begin()) + ",";
+    }
+    want += " } },\n";
+  }
+  want += "}\n"
+          "for _, w in ipairs(want) do\n"
+          "  local name, hosts, ranks = w[1], w[2], w[3]\n"
+          "  local got, got_ranks = plan.hosts_by_rack[name], plan.ranks_by_rack[name]\n"
+          "  if #got ~= #hosts then error(name .. ': ' .. #got .. ' hosts, expected ' .. #hosts) end\n"
+          "  for i = 1, #hosts do\n"
+          "    if got[i] ~= hosts[i] or got_ranks[i] ~= ranks[i] then\n"
+          "      error(name .. '[' .. i .. ']: ' .. tostring(got[i]) .. ' rank ' .. tostring(got_ranks[i]))\n"
+          "    end\n"
+          "  end\n"
+          "end\n";
+  std::string checked = text;
+  checked.insert(checked.find("return {"), want);
+  std::ofstream(dir.path / "hub-checked.lua") << checked;
+  auto hosts_checked = config::load_file((dir.path / "hub-checked.lua").string());
+  EXPECT_TRUE(hosts_checked) << hosts_checked.error() << "\n" << lua_racks(in);
 }
 
 TEST(Outputs, HubConfigPerRackFromATemplate) {

@@ -136,12 +136,12 @@ struct Job {
   bool operator==(const Job&) const = default;
 };
 
-// A rack of the hierarchical deployment: its hub and the hosts that belong to it.
+// A rack of the hierarchical deployment: its name and its hub. Which ranks live there is each job's
+// ranks_by_rack.
 struct Rack {
   std::string name;                 // unique
   uint32_t hub_ipv4 = 0;            // host order
   uint16_t hub_port_base = 0;       // 0 = same as the job's port_base
-  std::vector<std::string> hosts;   // host names or addresses (as phub-probe reports them)
 
   bool operator==(const Rack&) const = default;
 };

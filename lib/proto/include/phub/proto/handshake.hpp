@@ -1,5 +1,5 @@
-// The session handshake's payloads and tags (issue 16, not yet on the wire): a worker's join carries a fresh
-// nonce, the server's joined echoes it with a nonce of its own and the address it sees the worker at; both
+// The session handshake's payloads and tags (docs/protocol.md, "The handshake"): a worker's join carries a
+// fresh nonce, the server's joined echoes it with a nonce of its own and the address it sees the worker at; both
 // messages are tagged, header and payload, under the job's handshake key (session.hpp). A worker takes a
 // joined only if it echoes the nonce that worker sent, so a recorded or altered one is refused. Pure, no DPDK.
 #pragma once

@@ -1,5 +1,5 @@
-// An anti-replay window over 64-bit sequence numbers (issue 16, not yet on the wire), for one direction of
-// one session. A ring of 64-bit words as in RFC 6479, so that moving forward clears whole words; the high
+// An anti-replay window over 64-bit sequence numbers (docs/protocol.md, "Session packets"), for one
+// direction of one session. A ring of 64-bit words as in RFC 6479, so that moving forward clears whole words; the high
 // half of a number is inferred from the 32 bits a header carries, as IPsec's extended sequence numbers
 // (RFC 4303, appendix A). Check before the tag is verified, commit after: a forged packet never moves it.
 // Pure, no DPDK.

@@ -1,6 +1,6 @@
-// Session keys (issue 16, not yet on the wire): what a worker's join and the server's answer establish for
-// one rank on one server lcore, derived from the job key and fresh nonces of both sides with libsodium.
-// Pure, no DPDK.
+// Session keys (docs/protocol.md, "Session keys"): what a worker's join and the server's answer establish
+// for one rank on one server lcore, derived from the job key and fresh nonces of both sides with libsodium.
+// The engine and the client both use them. Pure, no DPDK.
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
-// Tags and payload MACs of session packets (issue 16, not yet on the wire): a header tag that also binds
-// the address the server answers and the high half of a 64-bit sequence number, and a keyed MAC of the
+// Tags and payload MACs of session packets (docs/protocol.md, "Session packets"): a header tag that also
+// binds the address the server answers and the high half of a 64-bit sequence number, and a keyed MAC of the
 // payload. Keys from session.hpp. Pure, no DPDK.
 #pragma once
 
