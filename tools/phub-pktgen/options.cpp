@@ -53,9 +53,10 @@ std::unique_ptr<CLI::App> make(Options& o) {
   a.add_option("--server-config", o.server_config, "take jobs, server lcores, address and MTU from the server's Lua config")
       ->type_name("FILE")->group(traffic);
   a.add_option("--job", o.job_texts,
-               "a job: id=1,workers=8,keys=1000000+4096,dtype=fp32|fp16|bf16,mode=allreduce|ps,reduce=sum|mean,"
-               "deterministic=0|1,chunk_bytes=N,port_base=N,lcores=N,secret=S,round_modulus=N,"
-               "optimizer=sgd|momentum|nesterov|adam,lr=X,momentum=X,values=exact|order,hparams=0|1 (repeatable)")
+               "a job, as KEY=VALUE pairs joined by commas (id=1,workers=8,keys=1000000+4096); the keys: id workers "
+               "keys dtype=fp32|fp16|bf16 mode=allreduce|ps reduce=sum|mean deterministic=0|1 chunk_bytes=N "
+               "port_base=N lcores=N secret=S round_modulus=N optimizer=sgd|momentum|nesterov|adam lr=X "
+               "momentum=X values=exact|order hparams=0|1 (repeatable)")
       ->type_name("SPEC")->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(traffic);
   a.add_option("--jobs", o.only_jobs, "emulate only these jobs of the config")
       ->type_name("ID,ID")->delimiter(',')->check(cli::whole<uint32_t>())
