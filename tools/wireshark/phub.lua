@@ -99,7 +99,7 @@ local FLAGS_KNOWN = 0x00ff
 local FLAG_NONFINITE, FLAG_TAIL = 0x0040, 0x0080
 local FLAG_CRC, FLAG_MAC = 0x0001, 0x0020
 
-local JOINED_OPTIONS = { session = 0x01, payload_mac = 0x02, known = 0x03 }
+local JOINED_OPTIONS = { session = 0x01, payload_mac = 0x02, confirmed = 0x04, known = 0x07 }
 local HUB_STATE_FRESH_WEIGHTS, HUB_STATE_FLAGS_KNOWN = 0x1, 0x1
 local FINGERPRINT_PARTS = { "racks", "ranks", "layout", "arithmetic", "optimizer" }
 
@@ -149,6 +149,9 @@ local F = {
   hs_options = ProtoField.uint8("phub.handshake.options", "Options", base.HEX),
   hs_session = ProtoField.bool("phub.handshake.session", "session", 8, nil, JOINED_OPTIONS.session),
   hs_payload_mac = ProtoField.bool("phub.handshake.payload_mac", "payload_mac", 8, nil, JOINED_OPTIONS.payload_mac),
+  hs_confirmed = ProtoField.bool("phub.handshake.confirmed", "confirmed (answers a confirm the server took)", 8, nil,
+                                 JOINED_OPTIONS.confirmed),
+  challenge = ProtoField.bytes("phub.handshake.challenge", "Server's challenge (a confirm)"),
   hs_reserved = ProtoField.bytes("phub.handshake.reserved", "Reserved"),
   worker_nonce = ProtoField.bytes("phub.handshake.worker_nonce", "Worker nonce"),
   server_nonce = ProtoField.bytes("phub.handshake.server_nonce", "Server nonce"),
@@ -163,6 +166,7 @@ local F = {
   hub_flags = ProtoField.uint32("phub.hub_state.flags", "Flags", base.HEX),
   hub_fresh = ProtoField.bool("phub.hub_state.fresh_weights", "fresh_weights", 32, nil, HUB_STATE_FRESH_WEIGHTS),
   hub_reserved = ProtoField.uint32("phub.hub_state.reserved", "Reserved", base.HEX),
+  hub_life = ProtoField.uint64("phub.hub_state.life", "Life (ns of the sender's realtime clock when its nonce was drawn)"),
   probe_stamp = ProtoField.uint64("phub.probe.stamp", "Send stamp"),
   probe_body_nonce = ProtoField.uint64("phub.probe.nonce", "Nonce", base.HEX),
   probe_turnaround = ProtoField.uint64("phub.probe.turnaround_ns", "Turnaround (ns)"),
@@ -337,12 +341,19 @@ end
 
 PAYLOADS.join = function(r, tree, pinfo, h)
   if not handshake_length_ok(r, tree, "join") then return end
-  local t = tree:add(r, "Handshake (join)")
+  local version = r:range(0, 1):uint()
+  local t = tree:add(r, version == 2 and "Handshake (join: confirm)" or "Handshake (join)")
   local v = t:add(F.hs_version, r:range(0, 1))
-  if r:range(0, 1):uint() ~= 1 then complain(v, "handshake", "handshake version is not 1") end
+  if version ~= 1 and version ~= 2 then complain(v, "handshake", "join version is not 1 (first) or 2 (confirm)") end
   must_be_zero(r:range(1, 3), t, F.hs_reserved, "reserved bytes")
   t:add(F.worker_nonce, r:range(4, 16))
-  must_be_zero(r:range(20, 24), t, F.hs_padding, "padding")
+  if version == 2 then
+    local c = t:add(F.challenge, r:range(20, 16))
+    if r:range(20, 16):bytes():tohex() == string.rep("00", 16) then complain(c, "handshake", "a confirm's challenge is 0") end
+  else
+    must_be_zero(r:range(20, 16), t, F.hs_padding, "padding")
+  end
+  must_be_zero(r:range(36, 8), t, F.hs_padding, "padding")
 end
 
 PAYLOADS.joined = function(r, tree, pinfo, h)
@@ -354,6 +365,7 @@ PAYLOADS.joined = function(r, tree, pinfo, h)
   local o = t:add(F.hs_options, r:range(1, 1))
   o:add(F.hs_session, r:range(1, 1))
   o:add(F.hs_payload_mac, r:range(1, 1))
+  o:add(F.hs_confirmed, r:range(1, 1))
   if bit32.band(options, bit32.bnot(JOINED_OPTIONS.known)) ~= 0 or
       (bit32.band(options, JOINED_OPTIONS.payload_mac) ~= 0 and bit32.band(options, JOINED_OPTIONS.session) == 0) then
     complain(o, "handshake", "unknown options, or payload_mac without session")
@@ -371,8 +383,8 @@ PAYLOADS.joined = function(r, tree, pinfo, h)
 end
 
 PAYLOADS.hub_state = function(r, tree, pinfo, h)
-  if r:len() ~= 64 then
-    complain(tree, "hub_state", string.format("a hub_state payload is 64 bytes, not %d", r:len()))
+  if r:len() ~= 72 then
+    complain(tree, "hub_state", string.format("a hub_state payload is 72 bytes, not %d", r:len()))
     return
   end
   local t = tree:add(r, "Hub state")
@@ -391,6 +403,8 @@ PAYLOADS.hub_state = function(r, tree, pinfo, h)
   end
   local res = t:add(F.hub_reserved, r:range(60, 4))
   if r:range(60, 4):uint() ~= 0 then complain(res, "hub_state", "reserved not 0") end
+  local life = t:add(F.hub_life, r:range(64, 8))
+  if r:range(64, 8):uint64() == UInt64(0) then complain(life, "hub_state", "life 0") end
 end
 
 PAYLOADS.probe = function(r, tree, pinfo, h)

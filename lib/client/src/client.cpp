@@ -44,6 +44,13 @@ Result<std::unique_ptr<Client>> Client::connect(const Options& o) {
   c->headers_.resize(c->queue_cap_);
   c->queue_.reserve(c->queue_cap_);
   c->start_joining(now_ns());
+  if (o.rank == 0 && o.restart_job) {
+    // Rank 0 starts its run's epoch when it connects, as the other ranks expect: the server takes a start
+    // only as the confirm of its own challenge (docs/protocol.md), so the client answers it here, within the
+    // deadline, instead of at its first operation. A server that does not answer in time is not an error yet:
+    // the first operation waits for it and reports what went wrong.
+    (void)c->pump_joins_until(now_ns() + uint64_t{o.timeout_ms} * 1000000, nullptr);
+  }
   return c;
 }
 

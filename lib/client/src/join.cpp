@@ -54,8 +54,20 @@ void Client::start_joining(uint64_t now) {
 
 void Client::new_join_nonce(uint32_t owner) {
   Membership& m = members_[owner];
+  if (!queue_.empty()) flush();  // a queued join sends its payload from m.join_payload
   m.join_nonce = proto::draw_session_nonce();
-  proto::write_join_payload(proto::JoinPayload{m.join_nonce}, m.join_payload);
+  m.challenged = false;
+  m.challenge = proto::SessionNonce{};
+  proto::write_join_payload(proto::JoinPayload{m.join_nonce, false, {}}, m.join_payload);
+}
+
+void Client::take_challenge(uint32_t owner, const proto::SessionNonce& challenge) {
+  Membership& m = members_[owner];
+  if (m.challenged && m.challenge == challenge) return;
+  if (!queue_.empty()) flush();
+  m.challenge = challenge;
+  m.challenged = true;
+  proto::write_join_payload(proto::JoinPayload{m.join_nonce, true, challenge}, m.join_payload);
 }
 
 void Client::begin_join(uint32_t owner, uint64_t now) {
@@ -150,18 +162,32 @@ void Client::establish_session(const proto::Header& h, const proto::JoinedPayloa
   ++st_.sessions;
 }
 
-void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
+void Client::on_joined(const proto::Header& h, const proto::JoinedPayload& p, uint32_t owner, uint64_t now) {
   Membership& m = members_[owner];
   m.answered = true;
   if (h.crc32c != 0) m.cookie = h.crc32c;  // carried in every data and request packet: proves the address
-  if (m.state == Membership::State::joined) return;  // a late answer to a repeated join
+  // A confirm the server took is answered with its own challenge: one for an earlier challenge of this
+  // attempt (overtaken by a fresh one) is not this attempt's answer. Anything else brings the challenge of now.
+  const bool confirmed = (p.options & proto::session_option::confirmed) != 0 && !m.query;
+  if (confirmed && !(m.challenged && p.server_nonce == m.challenge)) return;
+  if (confirmed && authenticated_ && (p.options & proto::session_option::session) != 0) establish_session(h, p, owner);
+  if (!confirmed && !m.query) take_challenge(owner, p.server_nonce);
+  if (m.state == Membership::State::joined) {
+    // A rejoin (recovery.cpp): its challenge is confirmed at once; the confirm's answer moved the session.
+    if (!confirmed && !m.query) {
+      if (!queue_room(1)) flush();
+      if (queue_room(1)) enqueue_control(proto::Opcode::join, owner, 0, m.epoch, incarnation_);
+      flush();
+    }
+    return;
+  }
   m.holder = h.aux;
   m.rank0 = h.elem_offset;
-  if (resume_ == Resume::rejoining) return on_rejoined(h, owner, now);
+  if (resume_ == Resume::rejoining) return on_rejoined(h, confirmed, owner, now);
   // The other ranks join an epoch only once a rank 0 holds it (elem_offset: rank 0's holder), and with a
   // run token only if it is this run's rank 0.
   m.other_run = opt_.rank != 0 && (h.elem_offset == 0 || (opt_.run_token != 0 && h.elem_offset != opt_.run_token));
-  if (h.aux == incarnation_ && !m.other_run) {
+  if (confirmed && h.aux == incarnation_ && !m.other_run) {
     m.epoch = h.epoch;
     m.first_round = h.round;
     m.state = Membership::State::joined;
@@ -182,7 +208,12 @@ void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
     return;
   }
   if (m.state == Membership::State::starting) {
-    if (opt_.mode == Mode::ps && !opt_.fresh_weights && restored_and_unclaimed(h)) {
+    if (h.aux == incarnation_) {
+      // This process holds rank 0 in the lcore's epoch already: a start it confirmed whose answer was lost.
+      // It joins that epoch, no further start.
+      m.state = Membership::State::asking;
+      m.epoch = h.epoch;
+    } else if (opt_.mode == Mode::ps && !opt_.fresh_weights && restored_and_unclaimed(h)) {
       // The server restored the job from a checkpoint and no run took it over yet: this run resumes it
       // (joins the restored epoch, at its first round) instead of restarting it at round 0.
       m.state = Membership::State::asking;
@@ -197,9 +228,15 @@ void Client::on_joined(const proto::Header& h, uint32_t owner, uint64_t now) {
     return;
   }
   // Another process holds this rank in the current epoch, or the epoch is not this run's: wait for this
-  // run's rank 0 to restart the job.
-  m.held_by_other = h.aux != incarnation_;
+  // run's rank 0 to restart the job (each join until then confirms the challenge of now: the one that reaches
+  // the new epoch claims the rank). A free rank of this run's epoch is confirmed at once.
+  m.held_by_other = h.aux != incarnation_ && h.aux != 0;
   m.epoch = h.epoch;
+  if (!confirmed && !m.held_by_other && !m.other_run) {
+    m.sends = 0;
+    send_join(owner, now);
+    flush();
+  }
 }
 
 void Client::on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t now) {

@@ -50,14 +50,7 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
   answered_ = true;
   members_[o].heard_ns = now;
   members_[o].unanswered_joins = 0;
-  if (joined) {
-    // Only the answer to a claim (a question makes no session on the server, whoever holds the rank).
-    if (authenticated_ && !members_[o].query && h->aux == incarnation_ &&
-        (joined->options & proto::session_option::session) != 0) {
-      establish_session(*h, *joined, o);
-    }
-    return on_joined(*h, o, now);
-  }
+  if (joined) return on_joined(*h, *joined, o, now);
   if (h->opcode == proto::Opcode::error && h->status == proto::Status::epoch_mismatch) {
     return on_epoch_mismatch(*h, o, now);
   }

@@ -113,11 +113,10 @@ void Client::rejoin(uint32_t owner) {
   // old one. A join of this process, with its incarnation, moves the answers here and brings the address
   // cookie of the new address; where nothing moved, it costs one join and its answer.
   if (owner >= members_.size() || members_[owner].state != Membership::State::joined || !queue_room(1)) return;
-  // A session binds the address the join came from, and a join that repeats the session's nonce only gets
-  // the same session again (the server keeps answering its old address). A new nonce asks for a new session
-  // at the address the server sees now; the server moves the rank there on the first packet that opens
-  // under it, and until the answer comes this client goes on under the old one.
-  if (members_[owner].session.active) new_join_nonce(owner);
+  // A new attempt, with a nonce of its own: its answer brings the challenge (and the cookie) for the address
+  // the server sees now, and the confirm of that challenge moves the rank's address (and, in a sessions job,
+  // makes a new session there); until that answer comes this client goes on as before.
+  new_join_nonce(owner);
   enqueue_control(proto::Opcode::join, owner, 0, members_[owner].epoch, incarnation_);
   ++members_[owner].unanswered_joins;
   ++rejoins_;

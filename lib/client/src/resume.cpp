@@ -47,7 +47,7 @@ void Client::begin_resume(uint64_t now) {
   flush();
 }
 
-void Client::on_rejoined(const proto::Header& h, uint32_t owner, uint64_t now) {
+void Client::on_rejoined(const proto::Header& h, bool confirmed, uint32_t owner, uint64_t now) {
   Membership& m = members_[owner];
   const std::string lcore = format_ipv4(endpoint_of_owner(owner).ipv4) + " port " +
                             std::to_string(endpoint_of_owner(owner).port);
@@ -73,11 +73,18 @@ void Client::on_rejoined(const proto::Header& h, uint32_t owner, uint64_t now) {
                                                     "); start this worker again"});
   }
   if (!rank0_ours) return;  // this run's rank 0 has not joined the restored epoch yet: ask again soon
-  if (m.query || h.aux != incarnation_) {
+  if (m.query) {
     m.query = false;  // restored, and this run's: claim the rank in it
     // A new attempt, with a nonce of its own: a late answer to the question (which made no session on the
     // server) can then not be taken for the claim's.
     new_join_nonce(owner);
+    m.sends = 0;
+    send_join(owner, now);
+    flush();
+    return;
+  }
+  if (!confirmed) {
+    // The claim's challenge: confirm it.
     m.sends = 0;
     send_join(owner, now);
     flush();
@@ -121,27 +128,32 @@ void Client::finish_resume() {
 
 Result<uint32_t> Client::start_round(std::unique_lock<std::mutex>* lock) {
   const uint64_t deadline = now_ns() + uint64_t{opt_.timeout_ms} * 1000000;
+  if (!pump_joins_until(deadline, lock)) {
+    Error e = timeout_error(Op{});
+    if (e.code == PHUB_ERR_TIMEOUT) {
+      e.message = "job " + std::to_string(opt_.job_id) + ": not joined on every server lcore within " +
+                  std::to_string(opt_.timeout_ms) + " ms";
+    }
+    return unexpected(std::move(e));
+  }
+  if (broken_) return unexpected(*broken_);
+  if (resume_ == Resume::pending) resume_ = Resume::none;
+  return common_first_round();
+}
+
+bool Client::pump_joins_until(uint64_t deadline, std::unique_lock<std::mutex>* lock) {
   while (!broken_ && (resume_ == Resume::rejoining || !all_joined())) {
     const uint64_t now = now_ns();
     pump(now);
     if (broken_ || (resume_ != Resume::rejoining && all_joined())) break;
-    if (now >= deadline) {
-      Error e = timeout_error(Op{});
-      if (e.code == PHUB_ERR_TIMEOUT) {
-        e.message = "job " + std::to_string(opt_.job_id) + ": not joined on every server lcore within " +
-                    std::to_string(opt_.timeout_ms) + " ms";
-      }
-      return unexpected(std::move(e));
-    }
+    if (now >= deadline) return false;
     uint64_t wake = std::min(next_wake(now), deadline);
     for (const auto& m : members_) {
       if (m.state != Membership::State::joined) wake = std::min(wake, std::max(m.next_send_ns, now));
     }
     sleep_until(wake, now, lock);
   }
-  if (broken_) return unexpected(*broken_);
-  if (resume_ == Resume::pending) resume_ = Resume::none;
-  return common_first_round();
+  return true;
 }
 
 }  // namespace phub::client

@@ -125,6 +125,7 @@ std::shared_ptr<Snapshot> Engine::build_snapshot(std::shared_ptr<const config::C
   s->config = std::move(cfg);
   s->tsc_hz = rte_get_tsc_hz();
   s->cookie_key = cookie_key_;
+  s->challenge_key = challenge_key_;
   s->round_stall_tsc = s->tsc_hz / 1000 * s->config->timeouts.round_stall_ms;
   s->port_index.fill(0xffff);
   s->ports = port_infos(*s->config);

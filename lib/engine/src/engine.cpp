@@ -49,6 +49,7 @@ Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Conf
   if (getrandom(&e->cookie_key_, sizeof(e->cookie_key_), 0) != static_cast<ssize_t>(sizeof(e->cookie_key_))) {
     return unexpected(std::string("getrandom: no key for address cookies"));
   }
+  e->challenge_key_ = proto::draw_challenge_key();
   if (cfg.lcores.empty()) return unexpected(std::string("config: no lcores"));
   if (cfg.ports.empty()) return unexpected(std::string("config: no ports"));
   for (size_t i = 0; i < cfg.lcores.size(); ++i) {

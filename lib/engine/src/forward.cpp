@@ -15,6 +15,7 @@
 #include "phub/engine/lcore.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/hub_link.hpp"
 #include "rx_frame.hpp"
 
 namespace phub::engine {
@@ -85,6 +86,13 @@ bool Lcore::resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexce
 
 bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
                              const std::byte* payload, std::span<const std::byte> tail) noexcept {
+  // A hub_state carries the job's forward MAC (its echo proves it fresh); every forward goes under the link's
+  // keys and numbering, which need both ends' nonces.
+  HubLink* link = h.opcode == proto::Opcode::hub_state ? nullptr : &lj.hub_links[rack];
+  if (link != nullptr && !link->keyed) {
+    count_drop(lj, Drop::fwd_link_unready);
+    return false;
+  }
   if (!resolve_hub(plan, lj, rack)) {
     count_drop(lj, Drop::hub_unresolved);
     return false;
@@ -104,11 +112,19 @@ bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
     rte_pktmbuf_free(ext);
     return false;
   }
-  h.seq = seq_++;
+  const uint64_t number = link != nullptr ? link->tx_seq++ : 0;
+  h.seq = link != nullptr ? static_cast<uint32_t>(number) : seq_++;
   auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
   proto::write_header(h, wire);
+  const auto seal = [&](std::span<const std::byte> bytes) {
+    if (link != nullptr) {
+      proto::seal_link_forward(plan.key, link->tx_key, number, wire, bytes);
+    } else {
+      proto::seal_fwd(plan.key, plan.hub->payload_key, wire, bytes);
+    }
+  };
   if (chain) {
-    proto::seal_fwd(plan.key, plan.hub->payload_key, wire, std::span(payload, h.payload_bytes));
+    seal(std::span(payload, h.payload_bytes));
     rte_mbuf_ext_refcnt_update(&from->shinfo, 1);
     attach_result(ext, from, static_cast<size_t>(payload - from->data), h.payload_bytes);
     chain_payload(m, ext);
@@ -124,7 +140,7 @@ bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
   const size_t elems = h.payload_bytes - tail.size();
   if (elems != 0) std::memcpy(dst, payload, elems);
   if (!tail.empty()) std::memcpy(dst + elems, tail.data(), tail.size());
-  proto::seal_fwd(plan.key, plan.hub->payload_key, wire, std::span<const std::byte>(dst, h.payload_bytes));
+  seal(std::span<const std::byte>(dst, h.payload_bytes));
   if (elems != 0 && proto::opcode_is_forward(h.opcode) && h.opcode != proto::Opcode::fwd_hparams) {
     bump(lj.counters.forwards_copied);
   }
@@ -248,9 +264,6 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const HubPlan& hub = *plan.hub;
   const JobMath& m = plan.math;
   const proto::Header& h = rx.hdr;
-  if (!proto::verify_fwd(plan.key, hub.payload_key, rx.msg.first<proto::kHeaderBytes>(), rx.payload)) {
-    return count_drop(lj, Drop::fwd_bad_mac);
-  }
   const bool init = h.opcode == proto::Opcode::fwd_init;
   if (init && !m.ps) return count_drop(lj, Drop::unexpected_opcode);
   // Partials and inits go to the home and name their sending rack (an init's payload only rank 0's); a
@@ -282,9 +295,21 @@ void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     default:
       return count_drop(lj, Drop::fwd_peer_unverified);
   }
+  // Authentic under the link's keys (so of both ends' present lives) and not seen before on the link.
+  HubLink& link = lj.hub_links[from];
+  if (!link.keyed) return count_drop(lj, Drop::fwd_peer_unverified);
+  switch (proto::open_link_forward(plan.key, link.rx_key, link.rx_window, rx.msg.first<proto::kHeaderBytes>(), rx.payload)) {
+    case proto::LinkVerdict::ok:
+      break;
+    case proto::LinkVerdict::bad_mac:
+      return count_drop(lj, Drop::fwd_bad_mac);
+    case proto::LinkVerdict::replayed:
+      return count_drop(lj, Drop::fwd_replayed);
+  }
   if (h.epoch != lj.epoch) return count_drop(lj, Drop::epoch_mismatch);
   if (h.opcode == proto::Opcode::fwd_hparams) return on_fwd_hparams(rx, plan, lj);
-  // Verified, from the hub's address: its MAC is where forwards to it go, and it answered now.
+  // Fresh, authentic and of this epoch, from the hub's address: its MAC is where forwards to it go, and it
+  // answered now. Nothing recorded earlier gets this far.
   lj.hub_mac[from].store(pack_mac(rx.l2.src), std::memory_order_relaxed);
   HubPeerCounters& peer = lj.hub_counters[from];
   __atomic_store_n(&peer.last_answer_tsc, now_tsc_, __ATOMIC_RELAXED);

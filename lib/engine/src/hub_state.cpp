@@ -3,13 +3,16 @@
 // round, who holds rank 0 in it, and this hub's hierarchy fingerprint. Rank 0's hub is the authority on the
 // epoch; the other hubs take it from there, so that their workers' joins are answered as on a flat server.
 // Each message echoes the addressee's nonce: only an answer to what the addressee sent in this run is fresh,
-// so a replay of an earlier run's messages moves nothing.
+// so a replay of an earlier run's messages moves nothing. A peer's nonce is taken only from a fresh message,
+// and a different one only from a later life of the peer (or once the nonce taken went silent); both nonces
+// key the link's forwards (proto/hub_link.hpp).
 #include <rte_random.h>
 
 #include <algorithm>
 
 #include "phub/engine/hierarchy.hpp"
 #include "phub/engine/lcore.hpp"
+#include "phub/proto/hub_link.hpp"
 #include "phub/proto/hub_state.hpp"
 #include "rx_frame.hpp"
 
@@ -23,10 +26,33 @@ static_assert(proto::kHubFingerprintParts == HubFingerprint::kComponents);
 // "Reachability").
 constexpr uint64_t kResendUs = 10000;
 constexpr uint64_t kKeepAliveUs = 100000;
+// A peer whose nonce sent nothing fresh for this long may have restarted with a clock behind its earlier
+// life's: then a fresh message of another nonce is taken even without a later life.
+constexpr uint64_t kPeerSilentUs = 5 * kKeepAliveUs;
 
 uint16_t authority(const JobPlan& plan) noexcept { return plan.math.hub.rack_of_rank[0]; }
 
 }  // namespace
+
+void Lcore::rekey_link(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcept {
+  HubLink& link = lj.hub_links[rack];
+  link.keyed = link.my_nonce != 0 && link.peer_nonce != 0;
+  link.tx_seq = 1;
+  link.rx_window = proto::ReplayWindow{};
+  if (!link.keyed) return;
+  proto::HubLinkContext c;
+  c.job_id = plan.cfg.id;
+  c.lcore_index = r_.index;
+  c.from_rack = plan.math.hub.my_rack;
+  c.to_rack = rack;
+  c.from_nonce = link.my_nonce;
+  c.to_nonce = link.peer_nonce;
+  link.tx_key = proto::hub_link_key(plan.hub->payload_key, c);
+  std::swap(c.from_rack, c.to_rack);
+  std::swap(c.from_nonce, c.to_nonce);
+  link.rx_key = proto::hub_link_key(plan.hub->payload_key, c);
+  bump(lj.counters.hub_links_keyed);
+}
 
 void Lcore::hub_state_changed(LcoreJob& lj) noexcept {
   for (HubLink& link : lj.hub_links) {
@@ -44,7 +70,11 @@ void Lcore::send_hub_states(const JobPlan& plan, LcoreJob& lj) noexcept {
     proto::HubState st;
     st.fingerprint = plan.hub->fingerprint.parts;
     st.nonce = link.my_nonce;
-    st.echo = link.peer_nonce;
+    st.life = link.my_life;
+    // An echo-0 message brought a nonce not taken yet: it is echoed once, so that the peer, if it is a live
+    // one, answers with a fresh message (a replayed one gets nothing it can use).
+    st.echo = link.candidate_nonce != 0 ? link.candidate_nonce : link.peer_nonce;
+    link.candidate_nonce = 0;
     st.rank0_holder = lj.peer(0).incarnation;
     st.first_round = lj.epoch_first_round;
     st.flags = lj.fresh_weights_epoch ? proto::hub_state_flag::fresh_weights : 0;
@@ -78,17 +108,29 @@ void Lcore::on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   if (!st) return count_drop(lj, Drop::fwd_bad_piece);
   HubLink& link = lj.hub_links[h.rank];
   if (st->echo == 0) {
-    // The peer has not heard from this lcore yet (it started, or this one did): remember its nonce and
-    // answer at once. Nothing else is taken from a message that proves no freshness.
-    link.peer_nonce = st->nonce;
+    // The peer has not heard from this lcore yet (it started, or this one did), or a replay of such a
+    // message: its nonce is answered at once, and taken only from a fresh message. Nothing else is taken from
+    // a message that proves no freshness.
+    if (st->nonce != link.peer_nonce) link.candidate_nonce = st->nonce;
     link.next_send_tsc = 0;
     return;
   }
   if (st->echo != link.my_nonce) return count_drop(lj, Drop::hub_state_stale);  // another run's, or replayed
 
-  // Fresh: the peer sent it after it received this lcore's nonce. A nonce not echoed yet is answered at once.
-  if (link.peer_nonce != st->nonce) link.next_send_tsc = 0;
-  link.peer_nonce = st->nonce;
+  // Fresh: the peer sent it after it received this lcore's nonce. Another nonce than the one taken comes from
+  // a later life of the peer (a restart; rank 0's hub drawing anew), or, once the nonce taken went silent, from
+  // a peer that restarted with its clock behind. A message of an earlier life replayed now is neither.
+  if (link.peer_nonce != st->nonce) {
+    const bool later_life = st->life > link.peer_life;
+    const bool silent = link.peer_nonce == 0 || now_tsc_ - link.peer_fresh_tsc > hz_ / 1'000'000 * kPeerSilentUs;
+    if (!later_life && !silent) return count_drop(lj, Drop::hub_state_stale);
+    link.peer_nonce = st->nonce;
+    link.peer_life = st->life;
+    link.candidate_nonce = 0;
+    link.next_send_tsc = 0;  // a nonce not echoed yet is answered at once
+    rekey_link(plan, lj, h.rank);
+  }
+  link.peer_fresh_tsc = now_tsc_;
   HubPeerCounters& peer = lj.hub_counters[h.rank];
   __atomic_store_n(&peer.last_answer_tsc, now_tsc_, __ATOMIC_RELAXED);
   bump(peer.states_received);
@@ -118,7 +160,9 @@ void Lcore::on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     // drawn again now, so that none of them can take the epoch back.
     if (link.authority_nonce != 0) {
       do link.my_nonce = static_cast<uint32_t>(rte_rand()); while (link.my_nonce == 0);
+      ++link.my_life;  // a later life of this lcore's nonce: the peer takes it
       link.next_send_tsc = 0;
+      rekey_link(plan, lj, h.rank);
     }
     link.authority_nonce = st->nonce;
   }

@@ -11,6 +11,7 @@
 #include <rte_memory.h>
 
 #include <algorithm>
+#include <ctime>
 #include <atomic>
 #include <cmath>
 #include <new>
@@ -79,6 +80,7 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
   if (lj->chunks_ == nullptr) return fail("chunk records", chunks_bytes);
   lj->peers_ = static_cast<Peer*>(rte_zmalloc_socket("phub_peers", peers_bytes, 64, socket));
   if (lj->peers_ == nullptr) return fail("peer table", peers_bytes);
+  if (plan.cfg.sessions) lj->session_board = std::make_unique<SessionBoard>(m.workers);
   lj->result_block_ = static_cast<std::byte*>(rte_zmalloc_socket("phub_results", objects * obj_bytes, 64, socket));
   if (lj->result_block_ == nullptr) return fail("result buffers", objects * obj_bytes);
   const std::string ring_name = "phub_rb" + std::to_string(serial.fetch_add(1));
@@ -136,7 +138,13 @@ Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan&
     for (size_t r = 0; r < lj->hub_resend.size(); ++r) lj->hub_counters[r].rto_tsc = lj->hub_resend[r].rto();
     lj->hub_links.assign(plan.hub->hubs.size(), HubLink{});
     lj->hub_hparams.assign(plan.hub->hubs.size(), HubHparams{});
+    // The lcore's life for the job: its realtime clock now, so that a later life of this hub (a restart, the
+    // job added again) tells its peers so (hub_state's life; docs/protocol.md, "Hub state").
+    timespec now{};
+    (void)clock_gettime(CLOCK_REALTIME, &now);
+    const uint64_t life = std::max<uint64_t>(1, static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec));
     for (HubLink& link : lj->hub_links) {
+      link.my_life = life;
       while (link.my_nonce == 0) {
         if (getrandom(&link.my_nonce, sizeof(link.my_nonce), 0) != static_cast<ssize_t>(sizeof(link.my_nonce))) {
           return unexpected(std::string("getrandom failed for a hub_state nonce"));

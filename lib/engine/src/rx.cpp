@@ -1,6 +1,7 @@
 // Receive path: classify each frame (ARP, ICMP echo, phub UDP), hand it to the owning lcore when it
 // landed on the wrong queue, and run the phub opcodes on the chunks this lcore owns.
 #include <rte_cycles.h>
+#include <sodium.h>
 
 #include <algorithm>
 #include <cstring>
@@ -113,7 +114,7 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
   if (owner != r_.index) {
     if (from_ring || owner >= r_.outbox.size() || r_.outbox[owner] == nullptr) return drop(Drop::wrong_owner);
     // A hand-off ring is shared by every job: what cannot be a job's own packet does not take a slot.
-    if (!authentic_for_handoff(rx, s, static_cast<uint16_t>(job - 1))) return rte_pktmbuf_free(m);
+    if (!authentic_for_handoff(rx, s, static_cast<uint16_t>(job - 1), owner)) return rte_pktmbuf_free(m);
     hand_off(m, s, static_cast<uint16_t>(job - 1), owner, pi.port_id);
     return;
   }
@@ -155,7 +156,7 @@ void Lcore::give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcep
   }
 }
 
-bool Lcore::authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index) noexcept {
+bool Lcore::authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner) noexcept {
   const JobPlan& plan = *s.jobs[job_index];
   if (!plan.authenticated) return true;
   rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
@@ -165,12 +166,14 @@ bool Lcore::authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index)
   }
   rx.payload = rx.msg.subspan(proto::kHeaderBytes);
   if (rx.hdr.job_id == plan.cfg.id) {
-    // Joins carry the (stateless) handshake tag. The other packets of a rank in a sessions job can be opened
-    // only by their owner, which holds the session: they take a slot of the job's share, nothing more.
+    // Joins carry the (stateless) handshake tag. The other packets of a rank in a sessions job carry the tag of
+    // one of the rank's sessions with the owner, which its session board shows (the owner checks the number
+    // and the payload MAC): a forged one takes no slot of the job's share.
     if (rx.hdr.opcode == proto::Opcode::join) {
       if (accept_join_of(rx, plan)) return true;
     } else if (plan.cfg.sessions && !proto::opcode_is_hub(rx.hdr.opcode)) {
-      return true;
+      const SessionBoard* board = s.lcore_jobs[owner][job_index]->session_board.get();
+      if (board != nullptr && board->tag_matches(rx.hdr.rank, rx.msg.first<proto::kHeaderBytes>())) return true;
     } else if (verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
       return true;
     }
@@ -292,14 +295,16 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
       (!plan.cfg.worker_ipv4.empty() && plan.cfg.worker_ipv4[rx.hdr.rank] != rx.ip.src)) {
     return drop(Drop::source_not_allowed);
   }
+  // Charged only once authentic (docs/security.md, "Charged after authentication"): a join's tag and a
+  // job-key tag are checked above, a session packet's here, before it spends a token of the job's rate.
   const uint64_t now = now_tsc_;
+  if (rx.hdr.opcode != proto::Opcode::join && session_packet && !open_session(rx, plan, lj)) return consume(m);
   if (!lj.admit_packet(now, s.tsc_hz, plan.rate_per_lcore_pps)) return drop(Drop::rate_limited);
   if ((rx.hdr.flags & proto::flag::retransmit) != 0) bump(lj.counters.retransmits_seen);
   if (rx.hdr.opcode == proto::Opcode::join) {
     on_join(rx, plan, lj);
     return consume(m);
   }
-  if (session_packet && !open_session(rx, plan, lj)) return consume(m);
   // Packets of another epoch (old workers of a restarted job, or workers that have not seen the restart
   // yet) touch nothing: not the rounds, not the rank's address.
   if (rx.hdr.epoch != lj.epoch && rx.hdr.opcode != proto::Opcode::probe_request) {
@@ -607,55 +612,52 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const proto::Header& h = rx.hdr;
   const uint32_t incarnation = h.aux;  // a random number the worker process drew at start (never 0)
   Peer& p = lj.peer(h.rank);
-  if ((h.flags & proto::flag::epoch_start) != 0) {
-    if (h.rank != 0) {
-      count_drop(lj, Drop::bad_request);
+  // A first join claims nothing: it is answered with a challenge (docs/protocol.md, "The handshake"). Only a
+  // confirm that carries the challenge this lcore sent to its source in the job's current epoch (so no join
+  // recorded in an earlier epoch or server run, nor one replayed from elsewhere) takes the rank or starts an
+  // epoch.
+  bool confirmed = false;
+  if ((h.flags & proto::flag::epoch_start) != 0 && h.rank != 0) {
+    count_drop(lj, Drop::bad_request);
+    return send_error(rx, plan, lj, proto::Status::bad_request, 0);
+  }
+  if (rx.join.confirm) {
+    if (incarnation == 0) {
+      count_drop(lj, Drop::bad_request);  // a query confirms nothing
       return send_error(rx, plan, lj, proto::Status::bad_request, 0);
     }
-    // Rank 0 of a new run restarts the job in the epoch after the current one. A retransmitted start
-    // (its epoch is now the current one) or a replayed one (an epoch that is not the next) changes
-    // nothing; the answer tells the sender where the job stands.
-    if (h.epoch == static_cast<uint16_t>(lj.epoch + 1) && incarnation != 0 && p.incarnation != incarnation) {
-      start_epoch(plan, lj, h.epoch, (h.flags & proto::flag::fresh_weights) != 0);
-      p.incarnation = incarnation;
+    if (sodium_memcmp(rx.join.server_nonce.data(), challenge_for(rx, plan, lj).data(), proto::kSessionNonceBytes) != 0) {
+      count_drop(lj, Drop::join_stale);  // answered below with the challenge of now
+    } else {
+      if ((h.flags & proto::flag::epoch_start) != 0) {
+        // Rank 0 of a new run restarts the job in the epoch after the current one. A confirm that names any
+        // other epoch changes nothing; the answer tells the sender where the job stands.
+        if (h.epoch == static_cast<uint16_t>(lj.epoch + 1) && p.incarnation != incarnation) {
+          start_epoch(plan, lj, h.epoch, (h.flags & proto::flag::fresh_weights) != 0);
+          p.incarnation = incarnation;
+        }
+      } else if (p.incarnation == 0) {
+        // A rank joins the current epoch once: a second process claiming the rank (a worker of a new run,
+        // before its rank 0 restarted the job) is told who holds it and waits for the restart.
+        p.incarnation = incarnation;
+        if (h.rank == 0 && hierarchical(plan.math)) hub_state_changed(lj);  // peers learn the holder
+      }
+      if (p.incarnation == incarnation) {
+        if (!take_confirm(rx, plan, lj, p)) return;  // an earlier confirm of the holder, replayed: no answer
+        confirmed = true;
+      }
     }
-  } else if (p.incarnation == 0) {
-    // A rank joins the current epoch once: a second process claiming the rank (a worker of a new run,
-    // before its rank 0 restarted the job) is told who holds it and waits for the restart.
-    p.incarnation = incarnation;
-    if (h.rank == 0 && incarnation != 0 && hierarchical(plan.math)) hub_state_changed(lj);  // peers learn the holder
   }
   proto::JoinedPayload jp;
-  jp.worker_nonce = rx.join_nonce;
+  jp.worker_nonce = rx.join.worker_nonce;
   jp.reply = proto::ReplyAddress{rx.ip.src, rx.udp.src_port};
+  // A confirm taken is answered with its own challenge (an epoch start changed the epoch it was made in);
+  // everything else with the challenge of now.
+  jp.server_nonce = confirmed ? rx.join.server_nonce : challenge_for(rx, plan, lj);
+  jp.options = confirmed ? proto::session_option::confirmed : uint8_t{0};
   if (plan.cfg.sessions) {
-    jp.options = static_cast<uint8_t>(proto::session_option::session |
-                                      (plan.cfg.payload_mac ? proto::session_option::payload_mac : 0));
-    if (p.incarnation == incarnation && incarnation != 0) {
-      if (!join_session(rx, plan, lj, p, jp)) {
-        count_drop(lj, Drop::replayed);  // an earlier join of the holder, replayed: creates nothing
-        return;
-      }
-    } else {
-      jp.server_nonce = proto::draw_session_nonce();  // a non-holder or a query: answered, nothing kept
-    }
-  } else {
-    jp.server_nonce = proto::draw_session_nonce();
-  }
-  if (!plan.cfg.sessions && p.incarnation == incarnation && incarnation != 0) {
-    // A join of the holder sets its address, unless the address is proven and this join is not later than
-    // the one that set it (a replay of a recorded join, or one overtaken by a later one): then it changes
-    // nothing, and its answer goes to its sender as any join's.
-    const bool fresh = !p.proven || static_cast<int32_t>(h.seq - p.join_seq) > 0;
-    if (fresh) {
-      if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) {
-        set_address(p, rx.l2.src, rx.ip.src, rx.udp.src_port, rx.port, false);
-      }
-      p.join_seq = h.seq;
-      p.previous_key = rx.previous_key;
-    } else if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) {
-      bump(lj.counters.addresses_kept);
-    }
+    jp.options |= static_cast<uint8_t>(proto::session_option::session |
+                                       (plan.cfg.payload_mac ? proto::session_option::payload_mac : 0));
   }
   proto::Header a;
   a.opcode = proto::Opcode::joined;
@@ -672,28 +674,50 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   send_joined(rx, plan, lj, a, jp);
 }
 
-bool Lcore::join_session(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Peer& p, proto::JoinedPayload& jp) noexcept {
+proto::SessionNonce Lcore::challenge_for(const Rx& rx, const JobPlan& plan, const LcoreJob& lj) const noexcept {
+  proto::ChallengeContext c;
+  c.job_id = plan.cfg.id;
+  c.lcore_index = r_.index;
+  c.rank = rx.hdr.rank;
+  c.epoch = lj.epoch;
+  c.incarnation = rx.hdr.aux;
+  c.source = proto::ReplyAddress{rx.ip.src, rx.udp.src_port};
+  c.worker_nonce = rx.join.worker_nonce;
+  return proto::join_challenge(snap_->challenge_key, c);
+}
+
+bool Lcore::take_confirm(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Peer& p) noexcept {
   const proto::Header& h = rx.hdr;
-  // A resend of the join that made the current or the pending session (same worker nonce): the same answer.
-  for (const PeerSession* known : {&p.current, &p.pending}) {
-    if (known->valid && known->incarnation == h.aux && known->worker_nonce == rx.join_nonce) {
-      jp.server_nonce = known->server_nonce;
-      jp.reply = known->reply;
-      return true;
+  if (!plan.cfg.sessions) {
+    // The confirm sets the holder's address, unless the address is proven and this confirm is not later than
+    // the one that set it (overtaken by a later one): then it changes nothing, and its answer goes to its
+    // sender as any join's. The challenge proved that the sender receives at its address.
+    const bool fresh = !p.proven || static_cast<int32_t>(h.seq - p.join_seq) > 0;
+    if (fresh) {
+      if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) set_address(p, rx.l2.src, rx.ip.src, rx.udp.src_port, rx.port, false);
+      p.join_seq = h.seq;
+      p.previous_key = rx.previous_key;
+    } else if (!at_address(p, rx.l2, rx.ip, rx.udp, rx.port)) {
+      bump(lj.counters.addresses_kept);
+    }
+    return true;
+  }
+  PeerSession& cur = p.current;
+  if (cur.valid && cur.incarnation == h.aux) {
+    // A resend of the confirm that made the current session (same nonces): the same answer, nothing new.
+    if (cur.worker_nonce == rx.join.worker_nonce && cur.server_nonce == rx.join.server_nonce) return true;
+    // Another confirm of the same process replaces it only when it is later (its seq).
+    if (static_cast<int32_t>(h.seq - cur.join_seq) <= 0) {
+      count_drop(lj, Drop::replayed);
+      return false;
     }
   }
-  // Another join of the same process replaces them only when it is later (its seq): a recorded one replayed
-  // would otherwise push the worker's live session out.
-  for (const PeerSession* known : {&p.current, &p.pending}) {
-    if (known->valid && known->incarnation == h.aux && static_cast<int32_t>(h.seq - known->join_seq) <= 0) return false;
-  }
-  PeerSession& n = p.pending;
-  n = PeerSession{};
-  n.reply = jp.reply;
+  PeerSession n;
+  n.reply = proto::ReplyAddress{rx.ip.src, rx.udp.src_port};
   n.mac = rx.l2.src;
   n.port = static_cast<uint8_t>(rx.port);
-  n.worker_nonce = rx.join_nonce;
-  n.server_nonce = proto::draw_session_nonce();
+  n.worker_nonce = rx.join.worker_nonce;
+  n.server_nonce = rx.join.server_nonce;
   n.incarnation = h.aux;
   n.join_seq = h.seq;
   proto::SessionContext ctx;
@@ -704,8 +728,13 @@ bool Lcore::join_session(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Peer& 
   ctx.server_nonce = n.server_nonce;
   n.keys = proto::derive_session_keys(rx.previous_key ? plan.previous_key : plan.key, ctx);
   n.valid = true;
-  jp.server_nonce = n.server_nonce;
-  (void)lj;
+  p.former = cur;
+  cur = n;
+  if (lj.session_board) lj.session_board->publish(h.rank, p.current, p.former);
+  // The challenge reached the source only there: the session's address is proven.
+  set_address(p, cur.mac, cur.reply.ipv4, cur.reply.udp_port, cur.port, true);
+  p.previous_key = rx.previous_key;
+  bump(lj.counters.sessions_established);
   return true;
 }
 
@@ -723,7 +752,7 @@ bool Lcore::accept_join_of(Rx& rx, const JobPlan& plan) const noexcept {
     }
   }
   if (!p) return false;
-  rx.join_nonce = p->worker_nonce;
+  rx.join = *p;
   return true;
 }
 
@@ -756,23 +785,13 @@ bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
                                    require_mac);
     if (v == V::ok) {
       rx.session = &p.current;
+      const uint32_t high = proto::seq_high(p.current.window.top());
+      if (high != p.current.published_high && lj.session_board) {
+        p.current.published_high = high;
+        lj.session_board->publish_high(rx.hdr.rank, false, high);
+      }
       return true;
     }
-  }
-  if (inconclusive(v) && p.pending.valid) {
-    // The first packet under the session a join offered: it becomes the rank's, with its address.
-    const V pv = proto::open_session_packet(proto::worker_to_server(p.pending.keys), p.pending.window, rx.msg,
-                                            p.pending.reply, require_mac);
-    if (pv == V::ok) {
-      p.former = p.current;
-      p.current = p.pending;
-      p.pending.valid = false;
-      set_address(p, p.current.mac, p.current.reply.ipv4, p.current.reply.udp_port, p.current.port, true);
-      bump(lj.counters.sessions_established);
-      rx.session = &p.current;
-      return true;
-    }
-    if (!inconclusive(pv) || !p.current.valid) v = pv;
   }
   if (inconclusive(v) && p.former.valid) {
     const V fv = proto::open_session_packet(proto::worker_to_server(p.former.keys), p.former.window, rx.msg,
@@ -791,7 +810,7 @@ bool Lcore::open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     }
     if (!inconclusive(fv)) v = fv;
   }
-  count_drop(lj, !p.current.valid && !p.pending.valid && !p.former.valid ? Drop::no_session : drop_for(v));
+  count_drop(lj, !p.current.valid && !p.former.valid ? Drop::no_session : drop_for(v));
   return false;
 }
 

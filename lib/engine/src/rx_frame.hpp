@@ -25,7 +25,7 @@ struct Lcore::Rx {
   // Sessions jobs: the session the packet opened under (the rank's current, or its former one whose packets
   // only learn of a new epoch); answers to the packet are sealed under it and go to its address.
   PeerSession* session = nullptr;
-  proto::SessionNonce join_nonce{};    // a join's worker nonce (its payload, checked)
+  proto::JoinPayload join{};            // a join's payload (checked): the worker's nonce, a confirm's challenge
   std::span<const std::byte> msg;      // the UDP payload: phub header + payload
   std::span<const std::byte> payload;  // elements
 };

@@ -12,11 +12,12 @@ namespace {
 
 constexpr size_t kOffVersion = 0, kOffReserved = 1, kOffOptions = 1, kReservedBytes = 3, kOffWorkerNonce = 4,
                  kOffServerNonce = kOffWorkerNonce + kSessionNonceBytes, kOffReplyIpv4 = 36, kOffReplyPort = 40,
-                 kOffTailReserved = 42, kOffJoinPadding = kOffServerNonce;
+                 kOffTailReserved = 42, kOffChallenge = kOffServerNonce,
+                 kOffJoinPadding = kOffChallenge + kSessionNonceBytes;
 constexpr size_t kOffPayloadBytes = 14;  // header field payload_bytes
 
-void write_preamble(std::byte* p) noexcept {
-  p[kOffVersion] = std::byte{kHandshakeVersion};
+void write_preamble(std::byte* p, uint8_t version = kHandshakeVersion) noexcept {
+  p[kOffVersion] = std::byte{version};
   std::fill_n(p + kOffReserved, kReservedBytes, std::byte{0});
 }
 
@@ -25,7 +26,8 @@ bool all_zero(std::span<const std::byte> bytes) noexcept {
 }
 
 bool preamble_ok(const std::byte* p) noexcept {
-  return p[kOffVersion] == std::byte{kHandshakeVersion} && all_zero(std::span(p + kOffReserved, kReservedBytes));
+  return (p[kOffVersion] == std::byte{kHandshakeVersion} || p[kOffVersion] == std::byte{kConfirmVersion}) &&
+         all_zero(std::span(p + kOffReserved, kReservedBytes));
 }
 
 // A joined's preamble: its first reserved byte holds the options.
@@ -53,16 +55,25 @@ bool header_and_tag_ok(const AuthKey& key, std::span<const std::byte, kHeaderByt
 }  // namespace
 
 void write_join_payload(const JoinPayload& p, std::span<std::byte, kJoinPayloadBytes> out) noexcept {
-  write_preamble(out.data());
+  write_preamble(out.data(), p.confirm ? kConfirmVersion : kHandshakeVersion);
   std::copy(p.worker_nonce.begin(), p.worker_nonce.end(), out.data() + kOffWorkerNonce);
+  if (p.confirm) {
+    std::copy(p.server_nonce.begin(), p.server_nonce.end(), out.data() + kOffChallenge);
+  } else {
+    std::fill_n(out.data() + kOffChallenge, kSessionNonceBytes, std::byte{0});
+  }
   std::fill(out.begin() + kOffJoinPadding, out.end(), std::byte{0});
 }
 
 std::optional<JoinPayload> parse_join_payload(std::span<const std::byte> payload) noexcept {
   if (payload.size() != kJoinPayloadBytes || !preamble_ok(payload.data())) return std::nullopt;
   JoinPayload p;
+  p.confirm = payload[kOffVersion] == std::byte{kConfirmVersion};
   p.worker_nonce = nonce_at(payload.data() + kOffWorkerNonce);
-  if (all_zero(p.worker_nonce) || !all_zero(payload.subspan(kOffJoinPadding))) return std::nullopt;
+  p.server_nonce = nonce_at(payload.data() + kOffChallenge);
+  if (all_zero(p.worker_nonce) || all_zero(p.server_nonce) == p.confirm || !all_zero(payload.subspan(kOffJoinPadding))) {
+    return std::nullopt;
+  }
   return p;
 }
 
@@ -125,6 +136,33 @@ std::optional<JoinedPayload> accept_joined(const AuthKey& handshake_key, std::sp
   auto joined = parse_joined_payload(payload);
   if (!joined || sodium_memcmp(joined->worker_nonce.data(), sent.data(), kSessionNonceBytes) != 0) return std::nullopt;
   return joined;
+}
+
+SessionNonce join_challenge(const ChallengeKey& key, const ChallengeContext& c) noexcept {
+  static constexpr char kLabel[] = "phub challenge v1";
+  static_assert(sizeof kLabel == 18);
+  std::byte msg[sizeof kLabel + 4 + 2 + 2 + 2 + 4 + 4 + 2 + kSessionNonceBytes];
+  std::byte* o = msg;
+  o = std::copy_n(reinterpret_cast<const std::byte*>(kLabel), sizeof kLabel, o);
+  store_be<uint32_t>(o, c.job_id);
+  store_be<uint16_t>(o + 4, c.lcore_index);
+  store_be<uint16_t>(o + 6, c.rank);
+  store_be<uint16_t>(o + 8, c.epoch);
+  store_be<uint32_t>(o + 10, c.incarnation);
+  store_be<uint32_t>(o + 14, c.source.ipv4);
+  store_be<uint16_t>(o + 18, c.source.udp_port);
+  std::copy(c.worker_nonce.begin(), c.worker_nonce.end(), o + 20);
+  SessionNonce out{};
+  crypto_generichash(reinterpret_cast<unsigned char*>(out.data()), out.size(), reinterpret_cast<const unsigned char*>(msg),
+                     sizeof msg, reinterpret_cast<const unsigned char*>(key.data()), key.size());
+  if (all_zero(out)) out[0] = std::byte{1};  // a challenge is never all zero (that marks a first join)
+  return out;
+}
+
+ChallengeKey draw_challenge_key() noexcept {
+  ChallengeKey k;
+  randombytes_buf(k.data(), k.size());
+  return k;
 }
 
 }  // namespace phub::proto

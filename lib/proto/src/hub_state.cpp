@@ -7,7 +7,7 @@ namespace phub::proto {
 namespace {
 
 constexpr size_t kOffNonce = 40, kOffEcho = 44, kOffHolder = 48, kOffFirstRound = 52, kOffFlags = 56,
-                 kOffReserved = 60;
+                 kOffReserved = 60, kOffLife = 64;
 
 }  // namespace
 
@@ -20,6 +20,7 @@ void write_hub_state(const HubState& s, std::span<std::byte, kHubStateBytes> out
   store_be<uint32_t>(p + kOffFirstRound, s.first_round);
   store_be<uint32_t>(p + kOffFlags, s.flags);
   store_be<uint32_t>(p + kOffReserved, 0);
+  store_be<uint64_t>(p + kOffLife, s.life);
 }
 
 std::optional<HubState> parse_hub_state(std::span<const std::byte> payload) noexcept {
@@ -32,7 +33,8 @@ std::optional<HubState> parse_hub_state(std::span<const std::byte> payload) noex
   s.rank0_holder = load_be<uint32_t>(p + kOffHolder);
   s.first_round = load_be<uint32_t>(p + kOffFirstRound);
   s.flags = load_be<uint32_t>(p + kOffFlags);
-  if (s.nonce == 0 || (s.flags & ~hub_state_flag::known) != 0 || load_be<uint32_t>(p + kOffReserved) != 0) {
+  s.life = load_be<uint64_t>(p + kOffLife);
+  if (s.nonce == 0 || s.life == 0 || (s.flags & ~hub_state_flag::known) != 0 || load_be<uint32_t>(p + kOffReserved) != 0) {
     return std::nullopt;
   }
   return s;

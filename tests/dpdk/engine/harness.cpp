@@ -16,6 +16,7 @@
 #include "phub/base/bytes.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/handshake.hpp"
+#include "phub/proto/handshake.hpp"
 #include "phub/proto/session.hpp"
 
 namespace phub::test {
@@ -130,7 +131,7 @@ const proto::Layout& Workers::layout(const config::Job& job, uint16_t lcores, ui
 }
 
 std::vector<std::byte> join_payload(uint32_t job_id, uint16_t rank, uint32_t incarnation, uint32_t seq) {
-  proto::JoinPayload p;
+  proto::JoinPayload p;  // a first join: no challenge yet
   const uint32_t words[4] = {job_id, rank, incarnation, seq};
   for (size_t i = 0; i < p.worker_nonce.size(); ++i) {
     p.worker_nonce[i] = static_cast<std::byte>((words[i / 4] >> (8 * (i % 4))) ^ (0x5a + i));  // never all zero
@@ -144,7 +145,7 @@ void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const
                    const std::string& secret_override) {
   const std::string& secret = secret_override == "\x01" ? job.secret : secret_override;
   const uint32_t job_id = h.job_id == 0 ? job.id : h.job_id;
-  send_sealed(job, rank, h, payload, [&](std::span<std::byte> msg) {
+  const auto seal = [&](std::span<std::byte> msg) {
     if (secret.empty()) return;
     const auto wire = msg.first<proto::kHeaderBytes>();
     if (static_cast<proto::Opcode>(std::to_integer<uint8_t>(msg[3])) == proto::Opcode::join) {
@@ -152,7 +153,38 @@ void Workers::send(const config::Job& job, uint16_t rank, proto::Header h, const
     } else {
       proto::sign_header(proto::derive_key(secret, job_id), wire);
     }
-  });
+  };
+  // A question (incarnation 0) is never confirmed.
+  if (h.opcode != proto::Opcode::join || !payload.empty() || h.aux == 0) return send_sealed(job, rank, h, payload, seal);
+  // A client's handshake: the first join, its challenge, the confirm.
+  const bool given_seq = h.seq != 0;
+  if (!given_seq) h.seq = ++last_seq_;
+  const std::vector<std::byte> first = join_payload(job_id, rank, h.aux, h.seq);
+  send_sealed(job, rank, h, first, seal);
+  const auto& l = layouts_.at(job.id);
+  const uint16_t owner = h.chunk_id < l.chunk_count() ? l.chunk(h.chunk_id).owner : 0;
+  std::optional<proto::JoinedPayload> challenge;
+  bool refused = false;  // the join was answered with an error: nothing to confirm
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+  while (!challenge && !refused && std::chrono::steady_clock::now() < deadline) {
+    for (Received& r : receive(1, std::chrono::milliseconds(50))) {
+      const bool answer = r.hdr.job_id == job_id && r.hdr.rank == rank && r.src_port == job.port_base + owner;
+      if (!challenge && answer && r.hdr.opcode == proto::Opcode::joined) {
+        challenge = proto::parse_joined_payload(r.payload);
+        if (challenge) continue;
+      }
+      refused = refused || (answer && r.hdr.opcode == proto::Opcode::error);
+      held_.push_back(std::move(r));
+    }
+  }
+  if (!challenge) return;  // refused (a wrong secret, a bad rank ...): the test sees what came, or nothing
+  proto::JoinPayload confirm = *proto::parse_join_payload(first);
+  confirm.confirm = true;
+  confirm.server_nonce = challenge->server_nonce;
+  std::vector<std::byte> body(proto::kJoinPayloadBytes);
+  proto::write_join_payload(confirm, std::span<std::byte, proto::kJoinPayloadBytes>(body.data(), body.size()));
+  if (!given_seq) h.seq = 0;
+  send_sealed(job, rank, h, body, seal);
 }
 
 void Workers::send_sealed(const config::Job& job, uint16_t rank, proto::Header h, const std::vector<std::byte>& given,
@@ -190,6 +222,10 @@ void Workers::prove(const config::Job& job, uint16_t rank) {
 
 std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds timeout) {
   std::vector<Received> out;
+  while (!held_.empty() && out.size() < count) {
+    out.push_back(std::move(held_.front()));
+    held_.pop_front();
+  }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   rte_mbuf* pkts[32];
   while (out.size() < count && std::chrono::steady_clock::now() < deadline) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -65,8 +66,10 @@ class Workers {
   void send_frame(const std::vector<std::byte>& frame, uint16_t q);
   // Build and send one message of `job` from `rank` (signs with `secret` if non-empty). A push, init,
   // rerequest or pull with aux 0 carries the rank's address cookie, if a `joined` brought one for the
-  // rank's current address (as a worker's client does). A join without a payload gets join_payload; a
-  // join is sealed with the handshake key of the secret (proto::seal_handshake).
+  // rank's current address (as a worker's client does). A join is sealed with the handshake key of the
+  // secret (proto::seal_handshake). A join without a payload is a client's whole handshake: join_payload,
+  // then (once its answer brought the challenge, which is taken here) the confirm of that challenge, with
+  // the same seq when h.seq was given; what answers the confirm is for receive.
   void send(const config::Job& job, uint16_t rank, proto::Header h, const std::vector<std::byte>& payload,
             const std::string& secret_override = "\x01");
   // The same message built as send builds it (seq, cookie), but sealed by `seal`, given the UDP payload
@@ -102,6 +105,7 @@ class Workers {
   uint16_t queues_;
   std::map<uint32_t, proto::Layout> layouts_;
   uint32_t last_seq_ = 0;  // the seq of the last packet sent
+  std::deque<Received> held_;  // received while send waited for a join's challenge: for receive
   // (job id, rank, IPv4, UDP port) -> the server's address cookie for it.
   std::map<std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>, uint32_t> cookies_;
 };

@@ -17,11 +17,13 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "phub/base/bytes.hpp"
 #include "phub/ctl/counter_cache.hpp"
 #include "phub/ctl/prometheus.hpp"
 #include "phub/ctl/report_json.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
+#include "phub/proto/hub_link.hpp"
 #include "phub/proto/hub_state.hpp"
 
 namespace phub::test {
@@ -631,8 +633,19 @@ TEST(Hubs, NoPartialIsResentWhileItsHomesResultsStillArrive) {
   EXPECT_GT(ca.resends_postponed + cb.resends_postponed, 0u) << "deadlines passed during the results and were put off";
 }
 
+// The link greet_as_peer opened between a hub and the peer it plays (rack `rack`, nonce kEmulatedNonce): the
+// hub's nonce for it and the next number of the peer's forwards. forward_frame seals under it once it is keyed.
+constexpr uint32_t kEmulatedNonce = 0x5eed0001;
+struct EmulatedLink {
+  uint16_t rack = 0;
+  uint16_t hub_rack = 0;
+  uint32_t hub_nonce = 0;  // 0: no link (forwards sealed as a hub_state is, under the job's payload key)
+  uint64_t next_seq = 1;
+};
+EmulatedLink emulated;
+
 // A hub message to `to` from `src_ip`:`src_port`, sealed with the job's secret (its payload altered after if
-// `corrupt`).
+// `corrupt`): a hub_state under the job's forward payload key, a forward under the emulated link's keys.
 std::vector<std::byte> sealed_frame(const RackHub& to, const config::Job& job, proto::Header h,
                                     const std::vector<std::byte>& payload, uint32_t src_ip, uint16_t src_port,
                                     bool corrupt = false) {
@@ -645,11 +658,25 @@ std::vector<std::byte> sealed_frame(const RackHub& to, const config::Job& job, p
   a.dst_port = job.port_base;
   h.job_id = job.id;
   h.payload_bytes = static_cast<uint16_t>(payload.size());
+  const bool linked = h.opcode != proto::Opcode::hub_state && emulated.hub_nonce != 0;
+  const uint64_t number = linked ? emulated.next_seq++ : 0;
+  if (linked) h.seq = static_cast<uint32_t>(number);
   std::vector<std::byte> frame(proto::kFrameHeadersBytes + payload.size());
   EXPECT_TRUE(proto::build_phub_frame(a, h, payload, frame).has_value());
   const proto::AuthKey key = proto::derive_key(job.secret, job.id);
   auto wire = std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>();
-  proto::seal_fwd(key, proto::fwd_payload_key(key), wire, std::span(frame).subspan(proto::kFrameHeadersBytes));
+  if (linked) {
+    proto::HubLinkContext c;
+    c.job_id = job.id;
+    c.from_rack = emulated.rack;
+    c.to_rack = emulated.hub_rack;
+    c.from_nonce = kEmulatedNonce;
+    c.to_nonce = emulated.hub_nonce;
+    proto::seal_link_forward(key, proto::hub_link_key(proto::fwd_payload_key(key), c), number, wire,
+                             std::span(frame).subspan(proto::kFrameHeadersBytes));
+  } else {
+    proto::seal_fwd(key, proto::fwd_payload_key(key), wire, std::span(frame).subspan(proto::kFrameHeadersBytes));
+  }
   if (corrupt) frame.back() ^= std::byte{1};  // after the MAC was taken: the payload changed on the way
   proto::refresh_udp_checksum(frame);
   return frame;
@@ -678,6 +705,7 @@ std::vector<std::byte> state_frame(const RackHub& to, const config::Job& job, ui
 // with the same fingerprint: answers a's ARP requests for the hub's address and echoes a's hub_state.
 void greet_as_peer(RackHub& a, const config::Job& job, uint16_t rack) {
   const MacAddr fake{0x02, 0x48, 0x55, 0x42, 0x00, 0x01};
+  emulated = EmulatedLink{};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   auto agreed = [&] { return a.peers().at(0).fingerprint == "equal"; };
   rte_mbuf* pkts[32];
@@ -693,9 +721,13 @@ void greet_as_peer(RackHub& a, const config::Job& job, uint16_t rack) {
         ASSERT_TRUE(st.has_value());
         proto::HubState answer;
         answer.fingerprint = st->fingerprint;
-        answer.nonce = 0x5eed0001;
+        answer.nonce = kEmulatedNonce;
         answer.echo = st->nonce;
+        answer.life = 1;
         a.core->send_frame(state_frame(a, job, rack, f->hdr.epoch, answer), 0);
+        emulated.rack = rack;
+        emulated.hub_rack = a.rack;
+        emulated.hub_nonce = st->nonce;
         continue;
       }
       auto l2 = proto::parse_l2(frame);
@@ -1125,7 +1157,14 @@ TEST(Hubs, WrongPsForwardsAreCountedDropsOfTheJob) {
   proto::Header request = init(here);
   request.elem_count = 0;  // a weights request: this home has no weights yet
   cases.push_back({engine::Drop::not_initialized, forward_frame(a, job, request, good_ip, good_port)});
-  cases.push_back({engine::Drop::fwd_bad_mac, forward_frame(a, job, init(here), good_ip, good_port, true)});
+  // The racks are checked first (from the header), then the link's MAC: a result of the home of `there`
+  // altered on the way.
+  proto::Header altered;
+  altered.opcode = proto::Opcode::fwd_result;
+  altered.rank = 0;
+  altered.chunk_id = there;
+  altered.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(there), 0));
+  cases.push_back({engine::Drop::fwd_bad_mac, forward_frame(a, job, altered, good_ip, good_port, true)});
   request.chunk_id = there;
   cases.push_back({engine::Drop::fwd_not_home, forward_frame(a, job, request, good_ip, good_port)});
   proto::Header moved = init(here);
@@ -1184,6 +1223,105 @@ bool eventually(Pred pred, int s = 3) {
 }
 
 uint64_t drop_of(const RackHub& h, engine::Drop d) { return h.counters().drops[static_cast<size_t>(d)]; }
+
+// Forwards and hub_states recorded and sent again. A forward the link has seen is fwd_replayed; one under an
+// earlier life's link key (the peer's nonce of then) is fwd_bad_mac; an echo-0 hub_state of an earlier life is
+// answered but takes nothing; a fresh-looking hub_state with another nonce and no later life is
+// hub_state_stale. Through all of it the link keeps its keys: the peer's next forward still opens.
+TEST(Hubs, ForwardsAndHubStatesOfThisOrAnEarlierLifeMoveNothing) {
+  const config::Job job = hub_job(Dtype::fp32, 4, {{0, 1}, {2, 3}});
+  RackHub a(job, 0, 2, 1);
+  a.start();
+  greet_as_peer(a, job, 1);
+  const proto::Layout& l = a.workers->layout(job, 1);
+  const auto [here, there] = two_homes(a);
+  (void)here;
+  // A result of rack 1's home for a segment this hub never forwarded: it passes every check of the link and
+  // then counts fwd_stale, which shows that it opened.
+  proto::Header result;
+  result.opcode = proto::Opcode::fwd_result;
+  result.rank = 0;
+  result.chunk_id = there;
+  result.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(there), 0));
+  const uint32_t ip = hub_ip(1);
+  const uint16_t port = job.port_base;
+  auto drops_of = [&](engine::Drop d) { return drop_of(a, d); };
+  const std::vector<std::byte> recorded = forward_frame(a, job, result, ip, port);
+  a.core->send_frame(recorded, 0);
+  ASSERT_TRUE(eventually([&] { return drops_of(engine::Drop::fwd_stale) == 1; }));
+  a.core->send_frame(recorded, 0);
+  EXPECT_TRUE(eventually([&] { return drops_of(engine::Drop::fwd_replayed) == 1; })) << "the same forward again";
+
+  // Under the key of an earlier life of the peer (another nonce of its).
+  const uint64_t bad_mac_before = drops_of(engine::Drop::fwd_bad_mac);
+  {
+    proto::Header h = result;
+    h.job_id = job.id;
+    h.seq = 1;
+    h.payload_bytes = static_cast<uint16_t>(result.elem_count * sizeof(float));
+    std::vector<std::byte> payload(h.payload_bytes);
+    std::vector<std::byte> frame = sealed_frame(a, job, h, payload, ip, port);
+    const proto::AuthKey key = proto::derive_key(job.secret, job.id);
+    proto::HubLinkContext c;
+    c.job_id = job.id;
+    c.from_rack = 1;
+    c.to_rack = a.rack;
+    c.from_nonce = 0x0bad0001;
+    c.to_nonce = emulated.hub_nonce;
+    auto wire = std::span(frame).subspan(proto::kFrameHeadersBytes - proto::kHeaderBytes).first<proto::kHeaderBytes>();
+    store_be<uint32_t>(wire.data() + proto::kSeqOffset, 1);
+    proto::seal_link_forward(key, proto::hub_link_key(proto::fwd_payload_key(key), c), 1, wire,
+                             std::span(frame).subspan(proto::kFrameHeadersBytes));
+    proto::refresh_udp_checksum(frame);
+    a.core->send_frame(frame, 0);
+  }
+  EXPECT_TRUE(eventually([&] { return drops_of(engine::Drop::fwd_bad_mac) == bad_mac_before + 1; }));
+
+  // An echo-0 hub_state of an earlier life: answered, nothing taken.
+  proto::HubState old;
+  const auto mine = [&] {
+    // The hub's own fingerprint, as greet_as_peer echoed it: read from a hub_state it sends.
+    rte_mbuf* pkts[32];
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const uint16_t n = a.core->receive_raw(0, pkts, 32);
+      std::optional<proto::HubState> found;
+      for (uint16_t k = 0; k < n; ++k) {
+        std::vector<std::byte> frame(pkts[k]->pkt_len);
+        const void* data = rte_pktmbuf_read(pkts[k], 0, pkts[k]->pkt_len, frame.data());
+        if (data != frame.data()) std::memcpy(frame.data(), data, frame.size());
+        rte_pktmbuf_free(pkts[k]);
+        auto f = proto::parse_phub_frame(frame);
+        if (!found && f && f->hdr.opcode == proto::Opcode::hub_state) found = proto::parse_hub_state(f->payload);
+      }
+      if (found) return *found;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ADD_FAILURE() << "no hub_state from the hub";
+    return proto::HubState{};
+  }();
+  old.fingerprint = mine.fingerprint;
+  old.nonce = 0x0bad0001;
+  old.echo = 0;
+  old.life = 1;
+  a.core->send_frame(state_frame(a, job, 1, a.epoch(), old), 0);
+  // A fresh hub_state of the peer's present life, then one that echoes the hub's nonce with the earlier
+  // life's nonce and no later life: stale.
+  proto::HubState now = old;
+  now.nonce = kEmulatedNonce;
+  now.echo = emulated.hub_nonce;
+  a.core->send_frame(state_frame(a, job, 1, a.epoch(), now), 0);
+  proto::HubState earlier = now;
+  earlier.nonce = 0x0bad0001;
+  a.core->send_frame(state_frame(a, job, 1, a.epoch(), earlier), 0);
+  EXPECT_TRUE(eventually([&] { return drops_of(engine::Drop::hub_state_stale) == 1; }));
+
+  // The link kept its keys: the peer's next forward opens (and is stale, as the first).
+  a.core->send_frame(forward_frame(a, job, result, ip, port), 0);
+  EXPECT_TRUE(eventually([&] { return drops_of(engine::Drop::fwd_stale) == 2; }));
+  EXPECT_EQ(drops_of(engine::Drop::fwd_bad_mac), bad_mac_before + 1);
+}
+
 
 // Rank 0's join restarts the job at its hub; the other hub's workers, asking as a waiting client does, see
 // the epoch, its first round and rank 0's holder, join it, and their rounds complete with a flat server's sums.

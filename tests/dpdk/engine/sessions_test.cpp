@@ -35,6 +35,7 @@ struct SessionRank {
   uint16_t rank = 0;
   uint32_t incarnation = 0;
   proto::SessionNonce nonce{};
+  proto::SessionNonce challenge{};  // the server's, for the last first join
   proto::SessionKeys keys{};
   proto::ReplyAddress reply{};
   uint8_t options = 0;
@@ -42,13 +43,12 @@ struct SessionRank {
   uint64_t next_seq = 1;
 };
 
-// Join `rank` and take the joined as a client does (accept_joined under the handshake key, the nonce it
-// sent); derive the session's keys. False if no acceptable joined came.
-bool join(StartedEngine& s, const config::Job& job, SessionRank& r, uint16_t flags = 0, uint16_t epoch = 0,
-          bool resend = false, proto::SessionNonce* server_nonce = nullptr, uint32_t chunk = 0) {
-  if (r.incarnation == 0) r.incarnation = 2000u + r.rank;
-  if (!resend) r.nonce = proto::draw_session_nonce();
-  proto::JoinPayload jp{r.nonce};
+// One join message of `r` (a first join, or the confirm of r.challenge), sent to the lcore that owns `chunk`;
+// returns its answer taken as a client takes it (accept_joined under the handshake key, the nonce it sent).
+std::optional<proto::JoinedPayload> send_join(StartedEngine& s, const config::Job& job, SessionRank& r, bool confirm,
+                                              uint16_t flags, uint16_t epoch, uint32_t chunk, uint16_t* lcore_port,
+                                              uint32_t seq = 0) {
+  proto::JoinPayload jp{r.nonce, confirm, confirm ? r.challenge : proto::SessionNonce{}};
   std::vector<std::byte> body(proto::kJoinPayloadBytes);
   proto::write_join_payload(jp, std::span<std::byte, proto::kJoinPayloadBytes>(body.data(), body.size()));
   proto::Header h;
@@ -58,24 +58,44 @@ bool join(StartedEngine& s, const config::Job& job, SessionRank& r, uint16_t fla
   h.flags = flags;
   h.epoch = epoch;
   h.chunk_id = chunk;  // which lcore's port it goes to (the chunk's owner)
+  h.seq = seq;         // 0: the next number (a replay gives the recorded one)
   s.workers->send(job, r.rank, h, body);
   const auto got = s.workers->receive(1);
-  if (got.size() != 1 || got[0].hdr.opcode != proto::Opcode::joined) return false;
+  if (got.size() != 1 || got[0].hdr.opcode != proto::Opcode::joined) return std::nullopt;
   const proto::AuthKey job_key = proto::derive_key(job.secret, job.id);
   const auto msg = std::span<const std::byte>(got[0].msg);
-  auto joined = proto::accept_joined(proto::handshake_key(job_key), msg.first<proto::kHeaderBytes>(),
-                                     msg.subspan(proto::kHeaderBytes), r.nonce);
-  if (!joined) return false;
+  if (lcore_port != nullptr) *lcore_port = got[0].src_port;
+  return proto::accept_joined(proto::handshake_key(job_key), msg.first<proto::kHeaderBytes>(),
+                              msg.subspan(proto::kHeaderBytes), r.nonce);
+}
+
+// Join `rank` as a client does: a first join, the challenge its answer brings, the confirm of it; take the
+// confirm's answer and derive the session's keys. `resend`: the last attempt's confirm once more. False if
+// no confirmed joined came.
+bool join(StartedEngine& s, const config::Job& job, SessionRank& r, uint16_t flags = 0, uint16_t epoch = 0,
+          bool resend = false, proto::SessionNonce* server_nonce = nullptr, uint32_t chunk = 0) {
+  if (r.incarnation == 0) r.incarnation = 2000u + r.rank;
+  if (!resend) {
+    r.nonce = proto::draw_session_nonce();
+    auto challenge = send_join(s, job, r, false, flags, epoch, chunk, nullptr);
+    if (!challenge || (challenge->options & proto::session_option::confirmed) != 0) return false;
+    r.challenge = challenge->server_nonce;
+  }
+  uint16_t lcore_port = 0;
+  auto joined = send_join(s, job, r, true, flags, epoch, chunk, &lcore_port);
+  if (!joined || (joined->options & proto::session_option::confirmed) == 0 || joined->server_nonce != r.challenge) {
+    return false;
+  }
   if (server_nonce != nullptr) *server_nonce = joined->server_nonce;
   r.reply = joined->reply;
-  r.options = joined->options;
+  r.options = joined->options & ~proto::session_option::confirmed;
   proto::SessionContext ctx;
   ctx.rank = r.rank;
   ctx.incarnation = r.incarnation;
-  ctx.lcore_index = static_cast<uint16_t>(got[0].src_port - job.port_base);  // the lcore that answered
+  ctx.lcore_index = static_cast<uint16_t>(lcore_port - job.port_base);  // the lcore that answered
   ctx.worker_nonce = r.nonce;
   ctx.server_nonce = joined->server_nonce;
-  r.keys = proto::derive_session_keys(job_key, ctx);
+  r.keys = proto::derive_session_keys(proto::derive_key(job.secret, job.id), ctx);
   return true;
 }
 
@@ -155,9 +175,9 @@ TEST(Sessions, JoinedOffersASessionAndResultsAreSealedUnderIt) {
   EXPECT_EQ(job_counters(*s.engine, 0).duplicates, 0u) << "a replay is not even a duplicate push";
 }
 
-// A join's pending session is promoted only by a packet that opens under it: one sealed with other keys (a
-// forger who saw the joined but cannot derive the keys) changes nothing; the worker's own packet then works.
-TEST(Sessions, AForgedPacketDoesNotPromoteAPendingSession) {
+// The confirm makes the session; a packet sealed with other keys (a forger who saw the joined but cannot
+// derive the keys) or under the job key (the pre-session form) moves nothing; the worker's own packet works.
+TEST(Sessions, AForgedPacketMovesNothing) {
   auto job = sessions_job(false);
   StartedEngine s(1, {job});
   SessionRank ranks[2];
@@ -165,18 +185,58 @@ TEST(Sessions, AForgedPacketDoesNotPromoteAPendingSession) {
     ranks[r].rank = r;
     ASSERT_TRUE(join(s, job, ranks[r]));
   }
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 2u);
   proto::SessionKeys forged = ranks[0].keys;
   forged.worker_tag.k0 ^= 1;
   send_session(s, job, ranks[0], push_header(0), gradient_bytes(0), false, 1, false, &forged);
   EXPECT_TRUE(eventually([&] { return drops(*s.engine, Drop::bad_tag) == 1; }));
-  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 0u);
   EXPECT_EQ(job_counters(*s.engine, 0).pushes, 0u);
-  // A job-key-signed push (the pre-session form) does not open either.
   s.workers->send(job, 1, push_header(1), gradient_bytes(1));
   EXPECT_TRUE(eventually([&] { return drops(*s.engine, Drop::bad_tag) == 2; }));
-  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 0u);
+  EXPECT_EQ(job_counters(*s.engine, 0).pushes, 0u);
 
   push_round_and_check(s, job, ranks, false);
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 2u);
+}
+
+// A first join claims nothing, whoever sends it; a confirm takes the rank only with the challenge this lcore
+// sent to its source in the current epoch: one replayed from elsewhere, or from before an epoch start, is
+// join_stale and answered with a fresh challenge.
+TEST(Sessions, OnlyAFreshConfirmTakesARank) {
+  auto job = sessions_job(false);
+  StartedEngine s(1, {job});
+  SessionRank r;
+  r.rank = 1;
+  r.nonce = proto::draw_session_nonce();
+  r.incarnation = 4242;
+  auto first = send_join(s, job, r, false, 0, 0, 0, nullptr);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->options & proto::session_option::confirmed, 0);
+  r.challenge = first->server_nonce;
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 0u);
+
+  // The confirm from another source: the challenge is not that source's.
+  s.workers->ip_shift = 9;
+  auto moved = send_join(s, job, r, true, 0, 0, 0, nullptr);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->options & proto::session_option::confirmed, 0);
+  EXPECT_NE(moved->server_nonce, r.challenge);
+  EXPECT_EQ(drops(*s.engine, Drop::join_stale), 1u);
+  s.workers->ip_shift = 0;
+
+  // Rank 0 of a run starts epoch 1: the challenge rank 1 got in epoch 0 is stale now.
+  SessionRank zero;
+  zero.rank = 0;
+  ASSERT_TRUE(join(s, job, zero, proto::flag::epoch_start, 1));
+  auto late = send_join(s, job, r, true, 0, 0, 0, nullptr);
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->options & proto::session_option::confirmed, 0);
+  EXPECT_EQ(drops(*s.engine, Drop::join_stale), 2u);
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 1u) << "rank 0's only";
+
+  // The challenge of now, confirmed: the rank is r's.
+  r.challenge = late->server_nonce;
+  ASSERT_TRUE(join(s, job, r, 0, 1, true));
   EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 2u);
 }
 
@@ -233,19 +293,25 @@ TEST(Sessions, PayloadMacRefusesAlteredAndUnmacedPushes) {
   EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(100)).empty());
 }
 
-// A resent join (the same nonce) is answered with the same session; a join replayed after a later one
-// creates nothing.
+// A resent confirm (the same nonces) is answered with the same session; a new attempt of the same process
+// makes a new one, and the earlier confirm replayed after it creates nothing (counted replayed).
 TEST(Sessions, AResentJoinGetsTheSameSession) {
   auto job = sessions_job(false);
   StartedEngine s(1, {job});
   SessionRank r;
   proto::SessionNonce first{}, again{};
   ASSERT_TRUE(join(s, job, r, 0, 0, false, &first));
+  const uint32_t first_confirm = s.workers->last_seq();
   ASSERT_TRUE(join(s, job, r, 0, 0, true, &again));
   EXPECT_EQ(first, again);
   SessionRank other = r;
   ASSERT_TRUE(join(s, job, other, 0, 0, false, &again));  // a new attempt of the same process: a new session
   EXPECT_NE(first, again);
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 2u);
+  // The first attempt's confirm, recorded and sent again (its number) after the second's: nothing answered.
+  EXPECT_FALSE(send_join(s, job, r, true, 0, 0, 0, nullptr, first_confirm).has_value());
+  EXPECT_TRUE(eventually([&] { return drops(*s.engine, Drop::replayed) == 1; }));
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 2u);
 }
 
 // An epoch start keeps the old run's sessions: its workers' packets still open and learn the new epoch
@@ -284,8 +350,10 @@ TEST(Sessions, OldRunsWorkersLearnTheNewEpochUnderTheirSessions) {
   ASSERT_TRUE(join(s, job, fresh[1], 0, 1));
   proto::Header p1 = push_header(1);
   p1.epoch = 1;
+  const uint64_t pushes_before = job_counters(*s.engine, 0).pushes;
   send_session(s, job, fresh[1], p1, gradient_bytes(1), false);
-  EXPECT_TRUE(eventually([&] { return job_counters(*s.engine, 0).sessions_established == 3; }));
+  EXPECT_TRUE(eventually([&] { return job_counters(*s.engine, 0).pushes == pushes_before + 1; }));
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 4u);  // both runs' confirms
 
   send_session(s, job, old_ranks[1], h, gradient_bytes(1), false);  // the old worker again, epoch 0
   got = s.workers->receive(1);
@@ -345,6 +413,57 @@ TEST(Sessions, EachLcoreHasItsOwnSessionWithARank) {
             proto::SessionVerdict::ok);
   EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 3u);
   EXPECT_GE(s.engine->totals().lcores.redirected_out, 2u);
+}
+
+// A session packet on another lcore's queue is handed to its owner only if its tag is one of the rank's
+// sessions' with the owner (the owner's session board): a forged one is counted bad_tag where it arrived and
+// takes no slot of the ring; a genuine one goes over and is answered.
+TEST(Sessions, AForgedSessionPacketOnAnotherLcoresQueueIsNotHandedOver) {
+  auto job = make_job(1, 1, {kElems, kElems});
+  job.secret = "sessions-test-secret-0123456789";
+  job.sessions = true;
+  StartedEngine s(2, {job});
+  const auto& l = s.layout(0);
+  const uint32_t on_one = l.chunk(0).owner == 1 ? 0 : 1;  // the chunk lcore 1 owns
+  s.workers->queue_override = 0;                          // everything arrives at lcore 0
+  SessionRank r;
+  ASSERT_TRUE(join(s, job, r, 0, 0, false, nullptr, on_one));
+  const uint64_t handed = s.engine->totals().lcores.redirected_out;
+  proto::SessionKeys forged = r.keys;
+  forged.worker_tag.k1 ^= 0x10;
+  send_session(s, job, r, push_header(0, on_one), gradient_bytes(0), false, 0, false, &forged);
+  EXPECT_TRUE(eventually([&] { return drops(*s.engine, Drop::bad_tag) == 1; }));
+  EXPECT_EQ(s.engine->totals().lcores.redirected_out, handed) << "the forged packet stayed where it arrived";
+  send_session(s, job, r, push_header(0, on_one), gradient_bytes(0), false);
+  const auto got = s.workers->receive(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(proto::open_session_packet(proto::server_to_worker(r.keys), r.rx, got[0].msg, r.reply, false),
+            proto::SessionVerdict::ok);
+  EXPECT_EQ(s.engine->totals().lcores.redirected_out, handed + 1);
+}
+
+// Forged session packets are refused before they are charged: a flood of them spends none of the job's rate
+// (the token bucket holds 32 packets), and the ranks' own packets then pass (docs/security.md, "Charged after
+// authentication").
+TEST(Sessions, ForgedSessionPacketsSpendNoneOfTheJobsRate) {
+  auto job = sessions_job(false);
+  job.rate_limit_pps = 50;  // 32 packets at once, then one every 20 ms
+  StartedEngine s(1, {job});
+  SessionRank ranks[2];
+  for (uint16_t r = 0; r < 2; ++r) {
+    ranks[r].rank = r;
+    ASSERT_TRUE(join(s, job, ranks[r])) << "rank " << r;
+  }
+  proto::SessionKeys forged = ranks[0].keys;
+  forged.worker_tag.k0 ^= 0x4;
+  for (int i = 0; i < 200; ++i) {
+    send_session(s, job, ranks[i % 2], push_header(static_cast<uint16_t>(i % 2)), gradient_bytes(0), false, 0, false,
+                 &forged);
+  }
+  EXPECT_TRUE(eventually([&] { return drops(*s.engine, Drop::bad_tag) == 200; }));
+  EXPECT_EQ(drops(*s.engine, Drop::rate_limited), 0u);
+  push_round_and_check(s, job, ranks, false);
+  EXPECT_EQ(drops(*s.engine, Drop::rate_limited), 0u);
 }
 
 // A job with a secret and no sessions works as before: v3 joins under the handshake key, header tags.

@@ -12,7 +12,8 @@ worker_nonce = bytes(range(0x10, 0x20))
 server_nonce = bytes(range(0x80, 0x90))
 join = struct.pack("!B3x", 1) + worker_nonce + bytes(24)  # padded to the joined's length
 joined = struct.pack("!B3x", 1) + worker_nonce + server_nonce + struct.pack("!IHH", 0xC6120065, 50003, 0)
-assert len(join) == 44 and len(joined) == 44
+confirm = struct.pack("!B3x", 2) + worker_nonce + server_nonce + bytes(8)  # a confirm of the server's challenge
+assert len(join) == 44 and len(joined) == 44 and len(confirm) == 44
 
 
 def header(opcode, payload):
@@ -27,6 +28,8 @@ seeds = {
     "join_payload": join,
     "joined_payload": joined,
     "join_message": header(7, join) + join,
+    "confirm_payload": confirm,
+    "confirm_message": header(7, confirm) + confirm,
     "joined_message": header(13, joined) + joined,
     # low halves around a wrap, each followed by a "tag verified" byte
     "window": b"".join(struct.pack("!IB", s & 0xFFFFFFFF, s % 3 != 0) for s in

@@ -13,9 +13,12 @@ Usage: attacker.py ATTACK SERVER_IP PORT JOB_ID [--seconds S]
   hijack     whole-chunk rerequests as rank 1 of a job other workers are running, from the attacker's
              address (the rank's proven address is kept; before that rule each moved it here)
   forged     pushes and rerequests into a job with a secret, without it (the tag field 0)
+  tagflood   for --seconds, as fast as Python sends: pushes and rerequests of ranks 0 and 1 with random tags
+             and sequence numbers (what a flood of forged session packets looks like)
   ping       ICMP echo requests to the server as fast as Python sends them, for --seconds
 """
 import json
+import os
 import select
 import socket
 import struct
@@ -164,6 +167,19 @@ def main():
         setup = w.mark()
         for r in range(requests):
             w.send(message(PUSH, job, 0, 0, 0, zeros) if r % 2 == 0 else message(REREQUEST, job, 0, 0))
+    elif attack == "tagflood":
+        setup = w.mark()
+        end = time.time() + seconds
+        n = 0
+        while time.time() < end:
+            for _ in range(64):
+                msg = bytearray(message(PUSH, job, n % 2, 0, 0, zeros) if n % 4 else message(REREQUEST, job, n % 2, 0))
+                msg[40:48] = os.urandom(8)   # the tag
+                msg[48:52] = os.urandom(4)   # seq
+                w.send(bytes(msg))
+                n += 1
+            w.listen(0)
+        seconds = 0.2
     elif attack == "ping":
         print(json.dumps(ping_flood(server, seconds)))
         return

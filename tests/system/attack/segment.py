@@ -17,6 +17,9 @@ Usage: segment.py ATTACK SERVER_IP PORT JOB_ID [--seconds S] [--victim IP] [--ev
   tamper  the path from --victim to the server runs through the attacker (the test drops the victim's
           frames to the server at the bridge): relay them, changing the payload of every Nth push; with
           --crc-neutral, so that its CRC32C stays the same
+  replay  record the first --first N frames (default 3) of every worker flow (source address and port) to the
+          job's server ports, until a line on stdin; then send all of them again, in a loop, until stdin closes
+          (a recording of one run's starts, joins and confirms, replayed while later runs start)
   probe   against a phub-probe agent's control port (--agent ADDR:PORT) without its token: a PROBE flood at
           SERVER_IP:PORT as the first line, a wrong token, a made-up proof; what the agent answered
   arp     1 s of ARP requests for the server's address as fast as Python sends them; then requests from
@@ -239,6 +242,52 @@ def stale_epochs(seg, server, port, job, seconds):
             "errors_name": sorted(set(e[0] for e in errors.values())), "errors_sent": sent, "epoch_now": current}
 
 
+def replay_starts(seg, server, port, job, first, seconds):
+    """Records the first `first` frames of each worker flow of the job until stdin has a line (or `seconds`
+    passed), then replays every recorded frame, in the order recorded, until stdin closes."""
+    server_ip = ip_bytes(server)
+    flows = {}  # (ip, udp port) -> [frame, ...]
+    order = []
+    opcodes = {}
+    end = time.time() + seconds
+    while time.time() < end:
+        if select.select([sys.stdin], [], [], 0)[0]:
+            sys.stdin.readline()
+            break
+        for frame in seg.frames(0.01):
+            u = parse_udp(frame)
+            if not u or u[3] != server_ip or not port <= u[5] < port + 16:
+                continue
+            h = phub_header(u[6], job)
+            if h is None:
+                continue
+            kept = flows.setdefault((u[2], u[4]), [])
+            if len(kept) < first:
+                kept.append(frame)
+                order.append(frame)
+                opcodes[h[2]] = opcodes.get(h[2], 0) + 1
+    sent = loops = answers = answer_bytes = 0
+    answered = {}  # opcode -> count, of what the server sent to the recorded flows' addresses
+    while not select.select([sys.stdin], [], [], 0)[0]:
+        for frame in order:
+            seg.send(frame)
+            sent += 1
+        loops += 1
+        for frame in seg.frames(0.002):
+            u = parse_udp(frame)
+            if not u or u[2] != server_ip or (u[3], u[5]) not in flows:
+                continue
+            h = phub_header(u[6], job)
+            answers += 1
+            answer_bytes += max(len(frame), 60)
+            if h is not None:
+                answered[h[2]] = answered.get(h[2], 0) + 1
+    sys.stdin.read()
+    return {"flows": len(flows), "recorded": len(order), "opcodes": {str(k): v for k, v in sorted(opcodes.items())},
+            "replayed": sent, "loops": loops, "bytes_in": seg.sent_bytes, "answers": answers,
+            "answer_bytes": answer_bytes, "answered": {str(k): v for k, v in sorted(answered.items())}}
+
+
 def _crc_table():
     table = []
     for i in range(256):
@@ -444,6 +493,8 @@ def main():
         out = arp_attacks(seg, server, opt("--workers", "").split(","), seconds)
     elif attack == "epochs":
         out = stale_epochs(seg, server, port, job, seconds)
+    elif attack == "replay":
+        out = replay_starts(seg, server, port, job, int(opt("--first", "3")), seconds)
     elif attack == "probe":
         out = probe_misuse(opt("--agent", ""), server, port)
     else:

@@ -58,16 +58,19 @@ def elements(n, dtype=0):
     return b"".join(struct.pack("<H", 0x3c00) for _ in range(n))
 
 
-def join_payload(nonce=b"\x11" * 16):
-    return bytes([1, 0, 0, 0]) + nonce + bytes(24)
+def join_payload(nonce=b"\x11" * 16, challenge=None):
+    """A first join (no challenge) or a confirm (version 2, the server's challenge)."""
+    if challenge is None:
+        return bytes([1, 0, 0, 0]) + nonce + bytes(24)
+    return bytes([2, 0, 0, 0]) + nonce + challenge + bytes(8)
 
 
 def joined_payload(options=3, wnonce=b"\x11" * 16, snonce=b"\x22" * 16, reply=WORKER_IP, port=20000):
     return bytes([1, options, 0, 0]) + wnonce + snonce + _ip(reply) + struct.pack(">HH", port, 0)
 
 
-def hub_state_payload(nonce=7, echo=9, holder=0x1234, first_round=0, flags=0, reserved=0):
-    return struct.pack(">5QIIIIII", 1, 2, 3, 4, 5, nonce, echo, holder, first_round, flags, reserved)
+def hub_state_payload(nonce=7, echo=9, holder=0x1234, first_round=0, flags=0, reserved=0, life=0x1788f0a5c3b2e100):
+    return struct.pack(">5QIIIIIIQ", 1, 2, 3, 4, 5, nonce, echo, holder, first_round, flags, reserved, life)
 
 
 def hparams_payload(family=2, lr=3e-4, momentum=0.0, beta1=0.9, beta2=0.95, eps=1e-8, wd=0.1, flags=0, size=56):
@@ -100,6 +103,8 @@ def well_formed():
         ("join epoch_start", header("join", join_payload(), flags=EPOCH_START, epoch=2, aux=0xfeed),
          {"phub.opcode": "7", "phub.incarnation": "0x0000feed", "phub.flags.epoch_start": "1",
           "phub.handshake.worker_nonce": ":".join(["11"] * 16)}),
+        ("join confirm", header("join", join_payload(challenge=b"\x33" * 16), aux=0xfeed),
+         {"phub.opcode": "7", "phub.handshake.version": "2", "phub.handshake.challenge": ":".join(["33"] * 16)}),
         ("leave", header("leave", aux=0xfeed), {"phub.opcode": "8", "phub.incarnation": "0x0000feed"}),
         ("probe_request", header("probe_request", probe_body(), aux=0x99),
          {"phub.opcode": "9", "phub.probe.nonce": "0x0000000000abcdef", "phub.probe_nonce": "0x00000099"}),
@@ -110,10 +115,13 @@ def well_formed():
          {"phub.opcode": "13", "phub.cookie": "0x00007777", "phub.handshake.session": "1",
           "phub.handshake.payload_mac": "1", "phub.handshake.reply_ipv4": WORKER_IP,
           "phub.handshake.reply_port": "20000", "phub.handshake.server_nonce": ":".join(["22"] * 16)}),
+        ("joined confirmed", header("joined", joined_payload(options=7), aux=0xfeed),
+         {"phub.opcode": "13", "phub.handshake.confirmed": "1"}),
         ("push after the joined: a session packet", header("push", elements(8), seq=2), {"phub.session": "1"}),
         ("hub_state", header("hub_state", hub_state_payload(flags=1), rank=1),
          {"phub.opcode": "14", "phub.hub_state.nonce": "0x00000007", "phub.hub_state.echo": "0x00000009",
-          "phub.hub_state.rank0_holder": "0x00001234", "phub.hub_state.fresh_weights": "1"}),
+          "phub.hub_state.rank0_holder": "0x00001234", "phub.hub_state.fresh_weights": "1",
+          "phub.hub_state.life": str(0x1788f0a5c3b2e100)}),
         ("fwd_init segment", header("fwd_init", elements(32), rank=1), {"phub.opcode": "15"}),
         ("fwd_init weights request", header("fwd_init", b"", rank=1, count=0), {"phub.opcode": "15"}),
         ("retransmitted push", header("push", elements(4), flags=RETRANSMIT), {"phub.flags.retransmit": "1"}),
@@ -151,6 +159,8 @@ def malformed():
         ("status 12 in an error", header("error", status=12), "phub.malformed.status"),
         ("state array 4 in a pull", header("pull", status=4), "phub.malformed.status"),
         ("tail on a join", header("join", join_payload(), flags=TAIL), "phub.malformed.flag_combination"),
+        ("a confirm without its challenge", header("join", join_payload(challenge=bytes(16))), "phub.malformed.handshake"),
+        ("join version 3", header("join", b"\x03" + join_payload()[1:]), "phub.malformed.handshake"),
         ("nonfinite on a pull", header("pull", flags=NONFINITE), "phub.malformed.flag_combination"),
         ("hyperparameter set of 50 bytes", header("hparams", hparams_payload(size=50)), "phub.malformed.hparams"),
         ("hyperparameter set of version 2", header("hparams", b"\x02" + hparams_payload()[1:]), "phub.malformed.hparams"),
@@ -165,7 +175,8 @@ def malformed():
         ("fwd_partial in bf16", header("fwd_partial", elements(8, 2), dtype=2), "phub.malformed.forward"),
         ("join of 20 bytes", header("join", bytes(20)), "phub.malformed.handshake"),
         ("joined with payload_mac but no session", header("joined", joined_payload(options=2)), "phub.malformed.handshake"),
-        ("hub_state of 60 bytes", header("hub_state", bytes(60)), "phub.malformed.hub_state"),
+        ("hub_state of 64 bytes (before lives)", header("hub_state", bytes(64)), "phub.malformed.hub_state"),
+        ("hub_state life 0", header("hub_state", hub_state_payload(life=0)), "phub.malformed.hub_state"),
         ("hub_state nonce 0", header("hub_state", hub_state_payload(nonce=0)), "phub.malformed.hub_state"),
         ("probe body of 8 bytes", header("probe_request", bytes(8)), "phub.malformed.probe"),
     ]

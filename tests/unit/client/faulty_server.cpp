@@ -28,6 +28,7 @@ FaultyServer::FaultyServer(FaultyServerOptions o) : o_(std::move(o)) {
   true_key_ = proto::derive_key(o_.secret, o_.job_id);
   sessions_.assign(o_.lcores, std::vector<Session>(o_.workers));
   pending_ = sessions_;
+  challenges_.assign(o_.lcores, std::vector<Challenge>(o_.workers));
   peers_.resize(o_.workers);
   peer_known_.assign(o_.workers, false);
   holders_.assign(o_.workers, 0);
@@ -207,13 +208,24 @@ void FaultyServer::start_epoch(uint16_t epoch, uint32_t first_round) {
   rank0_incarnation_ = 0;
 }
 
+bool FaultyServer::confirms(uint16_t owner, const proto::Header& h, const proto::JoinPayload& jp) const {
+  if (!jp.confirm || h.aux == 0) return false;
+  const Challenge& c = challenges_[owner][h.rank];
+  if (c.active && c.epoch == epoch_ && c.worker_nonce == jp.worker_nonce && c.server_nonce == jp.server_nonce) return true;
+  for (const Session* s : {&sessions_[owner][h.rank], &pending_[owner][h.rank]}) {
+    if (s->active && s->worker_nonce == jp.worker_nonce && s->server_nonce == jp.server_nonce) return true;
+  }
+  return false;
+}
+
 void FaultyServer::join(int fd, const proto::Header& h, const proto::JoinPayload& jp, const sockaddr_in& from) {
-  if ((h.flags & proto::flag::epoch_start) != 0 && h.rank == 0 && h.aux != 0 &&
+  const bool valid = confirms(owner_of_fd(fd), h, jp);
+  if (valid && (h.flags & proto::flag::epoch_start) != 0 && h.rank == 0 &&
       h.epoch == static_cast<uint16_t>(epoch_ + 1) && holders_[0] != h.aux) {
     start_epoch(h.epoch, 0);
     holders_[0] = h.aux;
-  } else if ((h.flags & proto::flag::epoch_start) == 0 && holders_[h.rank] == 0) {
-    holders_[h.rank] = h.aux;  // incarnation 0 (a question) claims nothing
+  } else if (valid && (h.flags & proto::flag::epoch_start) == 0 && holders_[h.rank] == 0) {
+    holders_[h.rank] = h.aux;
   }
   holder_seen_[h.rank] = holders_[h.rank];
   rank0_incarnation_ = holders_[0];
@@ -224,39 +236,42 @@ void FaultyServer::join(int fd, const proto::Header& h, const proto::JoinPayload
   a.round = first_round_;
   a.aux = holders_[h.rank];
   a.elem_offset = holders_[0];
-  answer_join(fd, h, jp, from, a);
+  answer_join(fd, h, jp, from, a, valid && holders_[h.rank] == h.aux);
 }
 
 void FaultyServer::answer_join(int fd, const proto::Header& h, const proto::JoinPayload& jp, const sockaddr_in& from,
-                               proto::Header a) {
+                               proto::Header a, bool confirmed) {
   if (o_.mute) return;
   const uint16_t owner = owner_of_fd(fd);
   proto::JoinedPayload p;
   p.worker_nonce = jp.worker_nonce;
-  p.server_nonce = proto::draw_session_nonce();
   p.reply = proto::ReplyAddress{ntohl(from.sin_addr.s_addr), ntohs(from.sin_port)};
+  if (!confirmed) {
+    p.server_nonce = proto::draw_session_nonce();
+    challenges_[owner][h.rank] = Challenge{true, jp.worker_nonce, p.server_nonce, epoch_};
+  } else {
+    p.server_nonce = jp.server_nonce;
+    p.options = proto::session_option::confirmed;
+  }
   if (o_.sessions) {
-    p.options = proto::session_option::session | (o_.payload_mac ? proto::session_option::payload_mac : 0);
+    p.options |= proto::session_option::session | (o_.payload_mac ? proto::session_option::payload_mac : 0);
     Session& current = sessions_[owner][h.rank];
     Session& pending = pending_[owner][h.rank];
-    if (h.aux != 0 && a.aux == h.aux) {
-      // The holder's join: the same nonce again (a resend) is answered with the session it made; another
-      // makes a new session (pending while the rank has one, with switch_on_first_packet).
-      const Session* known = pending.active && pending.worker_nonce == jp.worker_nonce ? &pending
-                             : current.active && current.worker_nonce == jp.worker_nonce ? &current
-                                                                                          : nullptr;
-      if (known != nullptr) {
-        p.server_nonce = known->server_nonce;
-        p.reply = known->reply;
-      } else {
+    if (confirmed) {
+      // The holder's confirm: a resend (the nonces of a session it made) changes nothing; another makes a new
+      // session (pending while the rank has one, with switch_on_first_packet).
+      const auto made = [&](const Session& s) {
+        return s.active && s.worker_nonce == jp.worker_nonce && s.server_nonce == jp.server_nonce;
+      };
+      if (!made(pending) && !made(current)) {
         Session& s = o_.switch_on_first_packet && current.active ? pending : current;
         s = Session{};
         s.active = true;
         s.worker_nonce = jp.worker_nonce;
-        s.server_nonce = p.server_nonce;
+        s.server_nonce = jp.server_nonce;
         s.reply = p.reply;
         s.keys = proto::derive_session_keys(true_key_, proto::SessionContext{h.rank, h.aux, owner, jp.worker_nonce,
-                                                                            p.server_nonce});
+                                                                            jp.server_nonce});
         ++sessions_made_;
       }
     }
@@ -302,6 +317,7 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
         sessions_.assign(o_.lcores, std::vector<Session>(o_.workers));
         pending_ = sessions_;
       }
+      challenges_.assign(o_.lcores, std::vector<Challenge>(o_.workers));  // a new run's challenges
       restore_.reset();
     }
   }
@@ -346,15 +362,16 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
   if (o_.epochs && h->opcode == proto::Opcode::join) return join(fd, *h, *jp, from);
   if (o_.epochs && !in_epoch(fd, *h, from)) return;
   if (h->opcode == proto::Opcode::join) {
-    // One epoch (0), and every rank is held by whoever joins (the joiner itself); the others are admitted
+    // One epoch (0), and every rank is held by whoever confirms (the joiner itself); the others are admitted
     // once rank 0 has joined, as on the real server.
-    if (h->rank == 0) rank0_incarnation_ = h->aux;
+    const bool valid = confirms(owner, *h, *jp);
+    if (h->rank == 0 && valid) rank0_incarnation_ = h->aux;
     proto::Header a;
     a.opcode = proto::Opcode::joined;
     a.rank = h->rank;
     a.aux = h->aux;
     a.elem_offset = rank0_incarnation_;
-    answer_join(fd, *h, *jp, from, a);
+    answer_join(fd, *h, *jp, from, a, valid);
     return;
   }
   if (h->opcode != proto::Opcode::push && h->opcode != proto::Opcode::rerequest) return;

@@ -55,10 +55,13 @@ struct FaultyServerOptions {
   // incarnation 0 claims nothing, rank 0's epoch_start for the next epoch restarts at round 0, and packets
   // of another epoch get epoch_mismatch. Off: one epoch (0), every joiner told it holds its rank.
   bool epochs = false;
-  // Sessions (protocol v3, needs a secret): a holder's join makes a session per (lcore, rank), derived as the
-  // real server does; every later packet both ways is a session packet. A new join's session replaces the
-  // old at once, unless switch_on_first_packet: then, as on the real server, it is pending until the first
-  // packet that opens under it, and answers go under the old one until then. With payload_mac, results and
+  // Joins as on the real server: a first join gets a challenge and claims nothing; a join that confirms the
+  // rank's last challenge (or the nonces of its session: a resend) claims it.
+  // Sessions (protocol v3, needs a secret): a holder's confirm makes a session per (lcore, rank), derived as
+  // the real server does; every later packet both ways is a session packet. A new confirm's session replaces
+  // the old at once, unless switch_on_first_packet: then it is pending until the first packet that opens
+  // under it, and answers go under the old one until then (harsher than the real server, which switches at
+  // the confirm: what a client sees there when answers overtake each other). With payload_mac, results and
   // pushes carry payload MACs.
   bool sessions = false;
   bool switch_on_first_packet = false;
@@ -128,9 +131,12 @@ class FaultyServer {
 
   void loop();
   [[nodiscard]] uint16_t owner_of_fd(int fd) const;
-  // Joins of v3: the payload checked (handshake key with a secret), the answer carries the joined payload.
+  // Whether a join confirms the challenge last sent for (lcore, rank), or the nonces of its session.
+  [[nodiscard]] bool confirms(uint16_t owner, const proto::Header& h, const proto::JoinPayload& jp) const;
+  // Joins of v3: the payload checked (handshake key with a secret), the answer carries the joined payload:
+  // a fresh challenge, or (`confirmed`) the confirm's own.
   void answer_join(int fd, const proto::Header& h, const proto::JoinPayload& jp, const sockaddr_in& from,
-                   proto::Header a);
+                   proto::Header a, bool confirmed);
   // Sends datagram bytes as they are, with the misbehaviour options that apply to them.
   void emit(int fd, const sockaddr_in& to, proto::Opcode op, uint16_t rank, std::vector<std::byte> out);
   void handle(int fd, uint16_t owner, const std::byte* data, size_t len, const sockaddr_in& from);
@@ -178,6 +184,13 @@ class FaultyServer {
   proto::AuthKey true_key_{};                      // the job key (key_ may be a wrong one)
   std::vector<std::vector<Session>> sessions_;     // [lcore][rank]
   std::vector<std::vector<Session>> pending_;      // [lcore][rank]: switch_on_first_packet
+  struct Challenge {
+    bool active = false;
+    proto::SessionNonce worker_nonce{};
+    proto::SessionNonce server_nonce{};
+    uint16_t epoch = 0;
+  };
+  std::vector<std::vector<Challenge>> challenges_;  // [lcore][rank]: the last challenge sent
   std::map<std::pair<int, uint16_t>, std::vector<std::byte>> first_result_, first_error_;  // (fd, rank): replay_first
   uint64_t results_sent_ = 0;
   uint64_t results_counted_ = 0;  // silent_after_results

@@ -77,6 +77,56 @@ TEST(Handshake, PayloadsRoundTripInTheDocumentedLayout) {
   EXPECT_EQ(parse_joined_payload(b), joined);
 }
 
+TEST(Handshake, AConfirmCarriesTheChallengeAsVersion2) {
+  const JoinPayload confirm{nonce_of(0x21), true, nonce_of(0x90)};
+  const auto b = join_bytes(confirm);
+  EXPECT_EQ(b[0], std::byte{kConfirmVersion});
+  EXPECT_EQ(b[4], std::byte{0x21});
+  EXPECT_EQ(b[20], std::byte{0x90});
+  EXPECT_EQ(b[35], std::byte{0x9f});
+  for (size_t i = 36; i < kJoinPayloadBytes; ++i) EXPECT_EQ(b[i], std::byte{0}) << "padding " << i;
+  EXPECT_EQ(parse_join_payload(b), confirm);
+  // A confirm without a challenge, and a first join with one, are refused.
+  auto zero = b;
+  std::fill(zero.begin() + 20, zero.begin() + 36, std::byte{0});
+  EXPECT_FALSE(parse_join_payload(zero).has_value());
+  auto first_with = b;
+  first_with[0] = std::byte{kHandshakeVersion};
+  EXPECT_FALSE(parse_join_payload(first_with).has_value());
+  auto version3 = b;
+  version3[0] = std::byte{3};
+  EXPECT_FALSE(parse_join_payload(version3).has_value());
+}
+
+TEST(Handshake, TheChallengeIsBoundToEveryFieldOfItsContextAndToTheServersKey) {
+  const ChallengeKey key = draw_challenge_key();
+  ChallengeContext c;
+  c.job_id = 7;
+  c.lcore_index = 1;
+  c.rank = 3;
+  c.epoch = 12;
+  c.incarnation = 0xabcdef;
+  c.source = ReplyAddress{0xc6120065, 50003};
+  c.worker_nonce = nonce_of(0x40);
+  const SessionNonce base = join_challenge(key, c);
+  EXPECT_EQ(join_challenge(key, c), base) << "the server keeps nothing: the same context gives the same challenge";
+  EXPECT_NE(base, SessionNonce{});
+  auto differs = [&](auto edit) {
+    ChallengeContext d = c;
+    edit(d);
+    return join_challenge(key, d) != base;
+  };
+  EXPECT_TRUE(differs([](ChallengeContext& d) { d.job_id = 8; }));
+  EXPECT_TRUE(differs([](ChallengeContext& d) { d.lcore_index = 0; }));
+  EXPECT_TRUE(differs([](ChallengeContext& d) { d.rank = 2; }));
+  EXPECT_TRUE(differs([](ChallengeContext& d) { d.epoch = 13; }));
+  EXPECT_TRUE(differs([](ChallengeContext& d) { d.incarnation = 1; }));
+  EXPECT_TRUE(differs([](ChallengeContext& d) { d.source.ipv4 ^= 1; }));
+  EXPECT_TRUE(differs([](ChallengeContext& d) { d.source.udp_port ^= 1; }));
+  EXPECT_TRUE(differs([](ChallengeContext& d) { d.worker_nonce[15] ^= std::byte{1}; }));
+  EXPECT_NE(join_challenge(draw_challenge_key(), c), base) << "another server run";
+}
+
 TEST(Handshake, AJoinIsNoShorterThanItsAnswer) {
   // Before a source has proven its address the server sends it no more bytes than it received: the joined
   // that answers a join (same header) must not be longer.
@@ -119,7 +169,8 @@ TEST(Handshake, WrongVersionReservedBytesZeroNoncesOrAddressAreRefused) {
   EXPECT_FALSE(bad_joined(0, std::byte{2}));
   for (size_t at : {2u, 3u, 42u, 43u}) EXPECT_FALSE(bad_joined(at, std::byte{1})) << at;
   // The options byte: unknown bits, and a payload MAC without a session, are refused.
-  EXPECT_FALSE(bad_joined(1, std::byte{0x04}));
+  EXPECT_FALSE(bad_joined(1, std::byte{0x08}));
+  EXPECT_TRUE(bad_joined(1, std::byte{session_option::confirmed}));
   EXPECT_FALSE(bad_joined(1, std::byte{session_option::payload_mac}));
   EXPECT_TRUE(bad_joined(1, std::byte{session_option::session}));
   EXPECT_TRUE(bad_joined(1, std::byte{session_option::session | session_option::payload_mac}));

@@ -19,6 +19,7 @@ HubState sample_state() {
   s.rank0_holder = 777;
   s.first_round = 12;
   s.flags = hub_state_flag::fresh_weights;
+  s.life = 0x0123456789abcdefull;
   return s;
 }
 
@@ -45,6 +46,8 @@ TEST(HubState, RoundTripsInItsDocumentedLayout) {
   EXPECT_EQ(load_be<uint32_t>(p.data() + 48), 777u);
   EXPECT_EQ(load_be<uint32_t>(p.data() + 52), 12u);
   EXPECT_EQ(load_be<uint32_t>(p.data() + 56), 1u);
+  EXPECT_EQ(load_be<uint32_t>(p.data() + 60), 0u);
+  EXPECT_EQ(load_be<uint64_t>(p.data() + 64), 0x0123456789abcdefull);
   auto back = parse_hub_state(p);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, s);
@@ -73,6 +76,9 @@ TEST(HubState, TheHeaderParsesWithExactlyItsPayload) {
 TEST(HubState, ANullNonceUnknownFlagsAndReservedBitsAreRefused) {
   HubState s = sample_state();
   s.nonce = 0;
+  EXPECT_EQ(parse_header(message(s)).error(), ParseError::bad_hub_state);
+  s = sample_state();
+  s.life = 0;
   EXPECT_EQ(parse_header(message(s)).error(), ParseError::bad_hub_state);
   s = sample_state();
   s.flags = 2;

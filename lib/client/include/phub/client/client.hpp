@@ -170,8 +170,11 @@ class Client {
     uint32_t sends = 0;            // joins sent in the current state (backoff)
     uint64_t next_send_ns = 0;
     // The join attempt's payload (its nonce drawn by begin_join; resends of the join reuse it): the queued
-    // join packets send it from here.
+    // join packets send it from here. Once the server's challenge came (`challenged`), every join of the
+    // attempt confirms it (docs/protocol.md, "The handshake"): only a confirm claims the rank.
     proto::SessionNonce join_nonce{};
+    proto::SessionNonce challenge{};
+    bool challenged = false;
     std::array<std::byte, proto::kJoinPayloadBytes> join_payload{};
     Session session;
     // Sessions a later join's answer replaced (establish_session). The server goes on answering under the
@@ -234,6 +237,9 @@ class Client {
 
   // Join handshake (join.cpp).
   void start_joining(uint64_t now);
+  // Drives the joins (and a rejoin after a server restart) until every lane is joined, the client breaks, or
+  // `deadline` passes (false then).
+  bool pump_joins_until(uint64_t deadline, std::unique_lock<std::mutex>* lock);
   void begin_join(uint32_t owner, uint64_t now);
   void service_joins(uint64_t now);
   void send_join(uint32_t owner, uint64_t now);
@@ -251,13 +257,16 @@ class Client {
   // next sequence number, the MAC when the session has payload MACs and the packet carries elements.
   void seal_for_session(uint32_t owner, const proto::Header& h, std::span<std::byte, proto::kHeaderBytes> wire,
                         std::span<const std::byte> payload, std::span<const std::byte> tail = {});
-  void on_joined(const proto::Header& h, uint32_t owner, uint64_t now);
+  // A joined that echoes this client's join: `confirmed` when it answers a confirm the server took.
+  void on_joined(const proto::Header& h, const proto::JoinedPayload& p, uint32_t owner, uint64_t now);
+  // The server's challenge for the join attempt: its next joins confirm it.
+  void take_challenge(uint32_t owner, const proto::SessionNonce& challenge);
   void on_epoch_mismatch(const proto::Header& h, uint32_t owner, uint64_t now);
   // Resuming after the server restored the job from a checkpoint (ps): ask every lcore where the job stands,
   // join the restored epoch, move every chunk to its first round, fail what was in flight with
   // PHUB_ERR_RESUMED.
   void begin_resume(uint64_t now);
-  void on_rejoined(const proto::Header& h, uint32_t owner, uint64_t now);
+  void on_rejoined(const proto::Header& h, bool confirmed, uint32_t owner, uint64_t now);
   void abandon_resume(const Error& e);
   void finish_resume();
   // The first round shared by every lcore's epoch; an error when they differ (servers of a sharded job

@@ -54,7 +54,7 @@ namespace phub::engine {
   X(unproven_limit, "a message not sent: its address has not proven it receives there (no cookie) and "      \
                     "has not sent as many bytes as the message has")                                                  \
   X(rank_elsewhere, "hierarchical job: a packet of a rank that ranks_by_rack puts in another rack")          \
-  X(fwd_bad_mac, "hub forward: the payload MAC (or the tag under it) is wrong")                              \
+  X(fwd_bad_mac, "hub forward: the payload MAC (or the tag under it) is wrong, e.g. under another life's link key")                              \
   X(fwd_bad_rack, "hub forward: rank is not another rack's index (partial), not this hub's (result), or not rank 0's (init)") \
   X(fwd_wrong_source, "hub forward: not from the sending rack's hub_ipv4 and its UDP port for the lcore")    \
   X(fwd_not_home, "hub forward: a partial or init for a chunk homed elsewhere, or a result for one homed here") \
@@ -63,8 +63,9 @@ namespace phub::engine {
   X(hub_unresolved, "a forward not sent: the peer hub's MAC address is not known yet (ARP asked)")         \
   X(fwd_peer_unverified, "hub forward from a peer hub no fresh hub_state has come from yet (fingerprint unknown)") \
   X(fwd_fingerprint_mismatch, "hub forward from a peer hub whose hierarchy fingerprint differs from this hub's") \
-  X(hub_state_stale, "hub_state that echoes no nonce of this lcore's, or an older epoch of rank 0's hub: a replay") \
-  X(replayed, "sessions job: a session packet (or a holder's join) whose sequence number was seen already")  \
+  X(hub_state_stale, "hub_state that echoes no nonce of this lcore's, an older epoch of rank 0's hub, or a nonce of " \
+                     "an older life of a live peer: a replay") \
+  X(replayed, "sessions job: a session packet (or a holder's confirming join) whose sequence number was seen already")  \
   X(bad_mac, "sessions job: a session packet whose tag is right but whose payload MAC is not")               \
   X(mac_missing, "payload_mac job: a push, init (or result) session packet without its payload MAC")        \
   X(session_replaced, "sessions job: a packet of a rank's former session (a later join replaced it)")       \
@@ -72,7 +73,11 @@ namespace phub::engine {
   X(hparams_unknown, "ps push whose round starts with a hyperparameter set this lcore does not hold (answered: register it)") \
   X(hparams_mismatch, "ps push naming another hyperparameter set than the round's other ranks (answered)")  \
   X(hparams_refused, "ps hyperparameter set malformed, under another id, or not for the job's optimizer (answered)") \
-  X(nonfinite_refused, "a push with NaN or Inf its rank did not declare, under nonfinite = refuse (answered)")
+  X(nonfinite_refused, "a push with NaN or Inf its rank did not declare, under nonfinite = refuse (answered)") \
+  X(join_stale, "a confirming join whose challenge this lcore did not send to its source in the job's current epoch " \
+                "and server run: a replay, or a confirm overtaken by an epoch start (answered with a fresh challenge)") \
+  X(fwd_replayed, "hub forward whose number the link has seen already (or behind its window): a replay")      \
+  X(fwd_link_unready, "a forward not sent: no fresh hub_state exchange with the peer hub yet (no link keys)")
 
 enum class Drop : uint8_t {
 #define PHUB_X(name, help) name,
@@ -145,6 +150,7 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(resends_postponed, "hierarchical: chunks' partial resends put off, the home's results still arriving within the backoff") \
   X(hub_states_sent, "hierarchical: hub_state messages sent to peer hubs (epoch, fingerprint, keep-alive)")   \
   X(hub_states_received, "hierarchical: fresh hub_state messages received (they echoed this lcore's nonce)")  \
+  X(hub_links_keyed, "hierarchical: forward keys derived for a peer hub's link (a nonce of either end taken)") \
   X(hub_epochs_adopted, "hierarchical: epochs (or rank 0 holders) taken from rank 0's hub")                    \
   X(inits_forwarded, "hierarchical ps: rank 0's init segments forwarded to the chunks' home hubs (fwd_init)") \
   X(weights_requested, "hierarchical ps: header-only fwd_init requests for a chunk's weights sent to its home") \

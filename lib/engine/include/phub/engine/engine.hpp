@@ -241,6 +241,7 @@ class Engine {
   bool running_ = false;
   const agg::Kernels* kernels_ = nullptr;
   proto::AuthKey cookie_key_;  // random, drawn by create(): address cookies of this server run
+  proto::ChallengeKey challenge_key_{};  // random, drawn by create(): join challenges of this server run
   std::vector<std::string> steering_lines_;
   std::vector<std::vector<uint16_t>> steered_;  // per port: the UDP ports with a flow rule, by queue order
   std::vector<std::string> restore_lines_;

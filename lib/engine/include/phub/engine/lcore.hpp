@@ -100,9 +100,10 @@ class Lcore {
   // answers per port (a token bucket). Counts the refusal.
   bool may_answer(uint16_t port, const MacAddr& src_mac, uint32_t src_ip, const Snapshot& s) noexcept;
   void handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
-  // Before a frame of an authenticated job goes to its owner's hand-off ring: its header parses and its tag
-  // is the job's (the owner checks again). Counts and returns false otherwise.
-  bool authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
+  // Before a frame of an authenticated job goes to lcore `owner`'s hand-off ring: its header parses and its
+  // tag is the job's handshake or job key's, or (a sessions job) one of the rank's sessions' with the owner
+  // (its session board). The owner checks again. Counts and returns false otherwise.
+  bool authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner) noexcept;
   // Enqueue a frame of job `job_index` for lcore `owner`, within the job's share of the slots (else counted
   // handoff_share_full against the job and freed); the owner gives the slot back as it dequeues.
   void hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id) noexcept;
@@ -141,16 +142,19 @@ class Lcore {
   bool seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSession* session,
                 std::span<std::byte, proto::kHeaderBytes> wire, std::span<const std::byte> payload) noexcept;
   // A join's check: its handshake tag under the job's handshake key (or the previous one in a rotation's
-  // overlap; rx.previous_key says which) and its payload's form. Fills rx.join_nonce. Without a secret,
-  // the payload's form only.
+  // overlap; rx.previous_key says which) and its payload's form. Fills rx.join. Without a secret, the
+  // payload's form only.
   [[nodiscard]] bool accept_join_of(Rx& rx, const JobPlan& plan) const noexcept;
-  // A session packet of a sessions job: opened under the rank's current session, or the pending one (which
-  // its first packet promotes), else under the former one (an epoch_mismatch answer at most). True when it
-  // opened under current (rx.session); otherwise counted, and answered only as said.
+  // A session packet of a sessions job: opened under the rank's current session, else under the former one
+  // (an epoch_mismatch answer at most). True when it opened under current (rx.session); otherwise counted,
+  // and answered only as said.
   bool open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
-  // A join of the rank's holder in a sessions job: the same answer for a resend (its nonce), a new pending
-  // session for a later join; false for an earlier one (replayed). Fills jp's server nonce and reply.
-  bool join_session(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Peer& p, proto::JoinedPayload& jp) noexcept;
+  // The challenge this lcore sends the join in rx for the job's current epoch (proto::join_challenge).
+  [[nodiscard]] proto::SessionNonce challenge_for(const Rx& rx, const JobPlan& plan, const LcoreJob& lj) const noexcept;
+  // A confirming join of the rank's holder, its challenge checked: the rank's session (sessions jobs) or
+  // address becomes the confirm's. A resend of the confirm that did so changes nothing; an earlier confirm of
+  // the same process (its seq) is refused: false, counted replayed.
+  bool take_confirm(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Peer& p) noexcept;
   // The joined answer to a join: header `h`, payload `p`, sealed under the handshake key the join verified
   // with, to the join's source.
   bool send_joined(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h,
@@ -205,10 +209,13 @@ class Lcore {
   void scan_stalls(const Snapshot& s, uint64_t now) noexcept;
 
   // Hub forwards of hierarchical jobs (forward.cpp, docs/hierarchy.md).
-  // A fwd_partial or fwd_result whose header tag passed: checked (payload MAC, rack, source, epoch,
-  // chunk, piece), each wrong packet a counted drop, then counted into the chunk's round.
+  // A forward whose header tag passed: checked (rack, chunk, source, the peer's fingerprint, the link's keys
+  // and numbering, epoch, piece), each wrong packet a counted drop, then counted into the chunk's round.
   void on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   // hub_state.cpp: the epoch and fingerprint exchange with the peer hubs of a hierarchical job.
+  // Derive the link's forward keys from both nonces (none while either is unknown); its numbering and window
+  // start again.
+  void rekey_link(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcept;
   void on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
   void send_hub_states(const JobPlan& plan, LcoreJob& lj) noexcept;  // those due, on the 1 ms tick
   static void hub_state_changed(LcoreJob& lj) noexcept;               // every peer hub is told again

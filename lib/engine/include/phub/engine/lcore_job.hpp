@@ -20,6 +20,7 @@
 #include "phub/engine/hparams_table.hpp"
 #include "phub/engine/job_plan.hpp"
 #include "phub/engine/resend_timer.hpp"
+#include "phub/engine/session_board.hpp"
 #include "phub/engine/tenant_shares.hpp"
 #include "phub/engine/token_bucket.hpp"
 #include "phub/proto/frame.hpp"
@@ -41,7 +42,8 @@ struct PeerSession {
   proto::SessionNonce worker_nonce{};
   proto::SessionNonce server_nonce{};
   uint32_t incarnation = 0;     // the join's aux
-  uint32_t join_seq = 0;        // the join's seq: only a later join of the same incarnation replaces it
+  uint32_t join_seq = 0;        // the confirm's seq: only a later confirm of the same incarnation replaces it
+  uint32_t published_high = 0;  // the high half of window.top() the session board shows
   bool valid = false;
 };
 
@@ -59,19 +61,18 @@ struct Peer {
   // that may be spoofed never gets more than it sent.
   bool proven = false;
   uint64_t unproven_credit_bytes = 0;
-  // The `seq` of the holder's last join that set the address. A proven address moves only by a join of the
-  // holder with a later seq: not by any other packet, nor by a join recorded earlier and replayed.
+  // The `seq` of the holder's last confirming join that set the address. A proven address moves only by a
+  // confirm of the holder with a later seq: not by any other packet, nor by a confirm replayed.
   uint32_t join_seq = 0;
   // The Ethernet/IPv4/UDP headers of the last message sent to this peer, reused while the snapshot and
   // the UDP payload length stay the same (every full-size result of a job has the same length).
   uint64_t l234_generation = 0;  // Snapshot::generation it was written from (0: nothing cached)
   uint16_t l234_udp_payload = 0;
   std::array<std::byte, proto::kEthBytes + proto::kIpv4Bytes + proto::kUdpBytes> l234;
-  // Sessions jobs: the session answers are sealed with (current), the one a join of the holder offered and
-  // no packet used yet (pending), and the one current replaced (former: its packets learn they are stale).
-  // An epoch start keeps them: only a later holder's first packet replaces current.
+  // Sessions jobs: the session answers are sealed with (current: made by the holder's last confirming
+  // join), and the one current replaced (former: its packets learn they are stale). An epoch start keeps
+  // them: only a confirm of the rank's next holder replaces current.
   PeerSession current;
-  PeerSession pending;
   PeerSession former;
 };
 
@@ -108,10 +109,21 @@ struct HubPeerCounters {
 // Touched only by the owning lcore.
 struct HubLink {
   uint32_t my_nonce = 0;         // what this lcore sends the peer; a fresh message from it echoes this
+  uint64_t my_life = 0;          // hub_state's life for my_nonce: larger for every nonce drawn later
   uint32_t peer_nonce = 0;       // the peer lcore's nonce, echoed back to it (0: not heard yet)
+  uint64_t peer_life = 0;        // ... and its life
+  uint64_t peer_fresh_tsc = 0;   // when a fresh hub_state with peer_nonce last came
+  uint32_t candidate_nonce = 0;  // a nonce an echo-0 hub_state brought: echoed once, taken only from a fresh one
   uint32_t authority_nonce = 0;  // rank 0's hub: the nonce of its run whose epochs this lcore follows
   bool peer_has_mine = false;    // its last fresh message showed this lcore's state: only keep-alives due
   uint64_t next_send_tsc = 0;    // when the next hub_state goes out (0: at the next tick)
+  // Forwards over the link (proto/hub_link.hpp): keys bound to both nonces, numbered from 1; the numbering
+  // and the window start again whenever either nonce changes.
+  bool keyed = false;
+  proto::AuthKey tx_key{};
+  proto::AuthKey rx_key{};
+  uint64_t tx_seq = 1;
+  proto::ReplayWindow rx_window;
 };
 
 // A rack hub's hyperparameter sets at one chunk home (hierarchical ps jobs): the ones the home acknowledged, and
@@ -149,6 +161,8 @@ class LcoreJob {
   [[nodiscard]] uint32_t chunk_count() const noexcept { return chunk_count_; }
   [[nodiscard]] Peer& peer(uint16_t rank) noexcept { return peers_[rank]; }
   [[nodiscard]] uint16_t workers() const noexcept { return workers_; }
+  // Sessions jobs: this lcore's sessions as the lcores that hand it frames may read them (null otherwise).
+  std::unique_ptr<SessionBoard> session_board;
 
   // Hierarchical jobs: where this lcore sends forwards to each rack's hub (by rack index; its own unused).
   // The MAC comes from the job's shared table of hub MACs (hub_mac), learned by any lcore from ARP or a

@@ -14,6 +14,7 @@
 #include "phub/engine/lcore_job.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/frame.hpp"
+#include "phub/proto/handshake.hpp"
 
 namespace phub::engine {
 
@@ -63,8 +64,10 @@ struct Snapshot {
   std::array<uint16_t, RTE_MAX_ETHPORTS> port_index{};
   uint64_t round_stall_tsc = 0;
   uint64_t tsc_hz = 0;
-  // The server's key for address cookies, drawn once at start (the same in every snapshot).
+  // The server's keys for address cookies and join challenges, drawn once at start (the same in every
+  // snapshot): nothing an earlier server run sent opens under them.
   proto::AuthKey cookie_key;
+  proto::ChallengeKey challenge_key{};
 
   // Job index of a configured job id, or -1.
   [[nodiscard]] int job_by_id(uint32_t id) const noexcept {

@@ -1,7 +1,10 @@
-// The session handshake's payloads and tags (docs/protocol.md, "The handshake"): a worker's join carries a
-// fresh nonce, the server's joined echoes it with a nonce of its own and the address it sees the worker at; both
-// messages are tagged, header and payload, under the job's handshake key (session.hpp). A worker takes a
-// joined only if it echoes the nonce that worker sent, so a recorded or altered one is refused. Pure, no DPDK.
+// The session handshake's payloads and tags (docs/protocol.md, "The handshake"). A worker's join carries a
+// fresh nonce; the server's joined echoes it with a challenge of its own (join_challenge: bound to the server's
+// run, the job's epoch on that lcore and the join's source, so that no earlier run or server life made it) and
+// the address it sees the worker at. Only a confirming join, which carries both nonces, claims a rank or
+// starts an epoch. Both kinds are tagged, header and payload, under the job's handshake key (session.hpp). A
+// worker takes a joined only if it echoes the nonce that worker sent, so a recorded or altered one is refused.
+// Pure, no DPDK.
 #pragma once
 
 #include <cstddef>
@@ -17,13 +20,17 @@
 namespace phub::proto {
 
 inline constexpr uint8_t kHandshakeVersion = 1;
+inline constexpr uint8_t kConfirmVersion = 2;  // a join that answers the server's challenge
 
-// join payload, 44 bytes: 0 version u8 | 1 reserved, 3 bytes of 0 | 4 worker nonce, 16 bytes | 20 padding,
-// 24 bytes of 0. The padding makes a join as long as its answer: a server answers a source that has not
-// proven its address with no more bytes than it received (docs/protocol.md, "Address cookies").
+// join payload, 44 bytes: 0 version u8 (1: a first join, 2: a confirming one) | 1 reserved, 3 bytes of 0 |
+// 4 worker nonce, 16 bytes | 20 the server's challenge, 16 bytes (version 2; 0 in version 1) | 36 padding,
+// 8 bytes of 0. The padding makes a join as long as its answer: a server answers a source that has not proven
+// its address with no more bytes than it received (docs/protocol.md, "Address cookies").
 inline constexpr size_t kJoinPayloadBytes = kHandshakePayloadBytes;
 struct JoinPayload {
   SessionNonce worker_nonce{};
+  bool confirm = false;
+  SessionNonce server_nonce{};  // the challenge a confirm answers (all zero in a first join)
   friend bool operator==(const JoinPayload&, const JoinPayload&) = default;
 };
 
@@ -32,7 +39,9 @@ namespace session_option {
 inline constexpr uint8_t session = 1u << 0;      // every later packet of the rank, both ways, is a session
                                                  // packet (session_packet.hpp); without it, the job key's tags
 inline constexpr uint8_t payload_mac = 1u << 1;  // ... and carries a payload MAC (only with session)
-inline constexpr uint8_t known = session | payload_mac;
+inline constexpr uint8_t confirmed = 1u << 2;    // this answers a confirming join the server took: the rank is
+                                                 // the joiner's and (session) its session is the rank's now
+inline constexpr uint8_t known = session | payload_mac | confirmed;
 }  // namespace session_option
 
 // joined payload, 44 bytes: 0 version u8 | 1 options u8 (session_option) | 2 reserved, 2 bytes of 0 |
@@ -50,7 +59,8 @@ struct JoinedPayload {
 };
 
 void write_join_payload(const JoinPayload& p, std::span<std::byte, kJoinPayloadBytes> out) noexcept;
-// Nothing unless exactly kJoinPayloadBytes, this version, reserved and padding bytes 0 and a nonce not all zero.
+// Nothing unless exactly kJoinPayloadBytes, version 1 or 2, reserved and padding bytes 0, a worker nonce not all
+// zero, and a challenge that is all zero in version 1 and not all zero in version 2.
 [[nodiscard]] std::optional<JoinPayload> parse_join_payload(std::span<const std::byte> payload) noexcept;
 
 void write_joined_payload(const JoinedPayload& p, std::span<std::byte, kJoinedPayloadBytes> out) noexcept;
@@ -79,5 +89,24 @@ void seal_handshake(const AuthKey& handshake_key, std::span<std::byte, kHeaderBy
                                                          std::span<const std::byte, kHeaderBytes> wire,
                                                          std::span<const std::byte> payload,
                                                          const SessionNonce& sent) noexcept;
+
+// The server's challenge: keyed BLAKE2b-128 (crypto_generichash) under a key the server draws at start of
+// "phub challenge v1" (18 bytes with its NUL), the job id (u32), the lcore's index (u16), the rank (u16), the
+// job's epoch on the lcore (u16), the incarnation (u32), the join's source IPv4 address (u32) and UDP port
+// (u16), all big-endian, then the worker's nonce. The server keeps nothing per join: it computes the challenge
+// again for a confirm, which therefore opens only in the server run, epoch and source that it was sent to.
+inline constexpr size_t kChallengeKeyBytes = 32;
+using ChallengeKey = std::array<std::byte, kChallengeKeyBytes>;
+struct ChallengeContext {
+  uint32_t job_id = 0;
+  uint16_t lcore_index = 0;
+  uint16_t rank = 0;
+  uint16_t epoch = 0;
+  uint32_t incarnation = 0;
+  ReplyAddress source{};
+  SessionNonce worker_nonce{};
+};
+[[nodiscard]] SessionNonce join_challenge(const ChallengeKey& key, const ChallengeContext& context) noexcept;
+[[nodiscard]] ChallengeKey draw_challenge_key() noexcept;
 
 }  // namespace phub::proto

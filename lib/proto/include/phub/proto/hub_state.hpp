@@ -11,7 +11,7 @@
 
 namespace phub::proto {
 
-inline constexpr size_t kHubStateBytes = 64;
+inline constexpr size_t kHubStateBytes = 72;
 inline constexpr size_t kHubFingerprintParts = 5;  // racks, ranks, layout, arithmetic, optimizer
 
 namespace hub_state_flag {
@@ -20,7 +20,7 @@ inline constexpr uint32_t known = fresh_weights;
 }  // namespace hub_state_flag
 
 // Wire layout (big-endian): 0 fingerprint 5 x u64 | 40 nonce u32 | 44 echo u32 | 48 rank0_holder u32 |
-// 52 first_round u32 | 56 flags u32 | 60 reserved u32 (0).
+// 52 first_round u32 | 56 flags u32 | 60 reserved u32 (0) | 64 life u64.
 struct HubState {
   std::array<uint64_t, kHubFingerprintParts> fingerprint{};
   uint32_t nonce = 0;         // the sending lcore's nonce for this server run (never 0)
@@ -28,12 +28,15 @@ struct HubState {
   uint32_t rank0_holder = 0;  // the incarnation that holds rank 0 in the header's epoch (0: none)
   uint32_t first_round = 0;   // the header's epoch's first round
   uint32_t flags = 0;         // hub_state_flag
+  // When the sending lcore took up the job (its realtime clock, ns; never 0): a later life of a hub has a
+  // larger one, so that a message of an earlier life, replayed, cannot replace the nonce of a later one.
+  uint64_t life = 0;
 
   friend bool operator==(const HubState&, const HubState&) = default;
 };
 
 void write_hub_state(const HubState& s, std::span<std::byte, kHubStateBytes> out) noexcept;
-// Nothing if the payload is not kHubStateBytes, its nonce is 0, or it has unknown flags or reserved bits.
+// Nothing if the payload is not kHubStateBytes, its nonce or life is 0, or it has unknown flags or reserved bits.
 [[nodiscard]] std::optional<HubState> parse_hub_state(std::span<const std::byte> payload) noexcept;
 
 }  // namespace phub::proto
