@@ -2,7 +2,11 @@
 #include "job.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -54,7 +58,7 @@ agg::OptimizerParams map_optimizer(const config::Optimizer& o) {
 
 std::string usage() {
   return "usage: phub-demo-worker --job NAME|ID --rank R (--rounds N | --seconds S) [--config FILE]\n"
-         "  [--server IP[,IP]] [--secret S] [--timeout-ms N] [--window PACKETS] [--delay-target-us N] [--rto-min-us N] [--bind IP] [--bind-port N] [--sync]\n"
+         "  [--server IP[,IP]] [--secret-file FILE] [--timeout-ms N] [--window PACKETS] [--delay-target-us N] [--rto-min-us N] [--bind IP] [--bind-port N] [--sync]\n"
          "  [--drop-ppm N] [--rx-drop-ppm N] [--dup-ppm N] [--reorder-ppm N] [--seed N] [--no-gso] [--no-gro] [--crc]\n"
          "  [--fresh-weights] [--round-times FILE]\n"
          "Plays one rank of a job of the phub config (default: the embedded config/phub.lua), verifies every\n"
@@ -62,6 +66,8 @@ std::string usage() {
          "--seconds works in allreduce mode (the ranks agree on when to stop through the results). Rank 0 restarts\n"
          "the job (a new epoch); in ps mode the server keeps the weights of an earlier run unless rank 0 says\n"
          "--fresh-weights (results are verified from this run's own initial weights, so a rerun needs it).\n"
+         "The job's secret is the config's, unless --secret-file names a file that holds another (one trailing\n"
+         "newline is not part of it) or PHUB_SECRET is set: a secret is never an argument, which ps would show.\n"
          "--round-times writes one line per allreduce round: its start and end, CLOCK_MONOTONIC nanoseconds.\n"
          "--help prints this text.\n";
 }
@@ -70,7 +76,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
   Args a;
   using Target = std::variant<std::string*, std::optional<std::string>*, double*, int*, uint32_t*, uint64_t*, bool*>;
   const std::pair<std::string_view, Target> flags[] = {
-      {"--config", &a.config_path}, {"--job", &a.job}, {"--server", &a.server}, {"--secret", &a.secret},
+      {"--config", &a.config_path}, {"--job", &a.job}, {"--server", &a.server}, {"--secret-file", &a.secret_file},
       {"--bind", &a.bind}, {"--bind-port", &a.bind_port}, {"--seconds", &a.seconds}, {"--rank", &a.rank}, {"--rounds", &a.rounds},
       {"--timeout-ms", &a.timeout_ms}, {"--window", &a.window}, {"--delay-target-us", &a.delay_target_us}, {"--rto-min-us", &a.rto_min_us},
       {"--drop-ppm", &a.drop_ppm}, {"--rx-drop-ppm", &a.rx_drop_ppm}, {"--dup-ppm", &a.dup_ppm},
@@ -87,6 +93,17 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
     if (!ok) return unexpected("bad or missing value for " + std::string(flag) + "\n" + usage());
   }
   if (a.help) return a;
+  if (!a.secret_file.empty()) {
+    std::ifstream in(a.secret_file, std::ios::binary);
+    if (!in.is_open()) return unexpected("--secret-file " + a.secret_file + ": " + std::strerror(errno) + "\n");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) return unexpected("--secret-file " + a.secret_file + ": cannot read it\n");
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    if (text.empty()) return unexpected("--secret-file " + a.secret_file + ": the file is empty\n");
+    a.secret = std::move(text);
+  } else if (const char* env = std::getenv("PHUB_SECRET"); env != nullptr && *env != '\0') {
+    a.secret = std::string(env);
+  }
   if (a.job.empty() || a.rank < 0) return unexpected("--job and --rank are required\n" + usage());
   if ((a.rounds == 0) == (a.seconds == 0)) return unexpected("give exactly one of --rounds and --seconds\n" + usage());
   if (a.bind_port > 65535) return unexpected("--bind-port must be a UDP port, 0..65535\n" + usage());

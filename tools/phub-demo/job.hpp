@@ -18,7 +18,8 @@ struct Args {
   std::string job;          // name or id
   int rank = -1;
   std::string server;       // empty: the config's first port address
-  std::optional<std::string> secret;  // overrides the job's
+  std::optional<std::string> secret;  // overrides the job's: from --secret-file or PHUB_SECRET, never argv
+  std::string secret_file;
   uint32_t rounds = 0;
   double seconds = 0;
   uint32_t timeout_ms = 10000;

@@ -58,17 +58,23 @@ Expected<ListenSocket, std::string> ListenSocket::open(const std::string& path, 
   s.path_ = path;
   s.fd_ = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!s.fd_.valid()) return sys_fail(path, "socket");
-  // bind creates the file with the socket's mode less the umask: 0600 from the first moment.
+  // bind creates the file with the socket's mode less the umask. The socket's mode is 0600 and, around the
+  // bind only, the umask takes nothing from it: the file is 0600 from its first moment, and nothing is ever
+  // changed by path afterwards (a chmod by path would follow whatever replaced the file meanwhile).
   if (::fchmod(s.fd_.get(), 0600) != 0) return sys_fail(path, "fchmod");
-  if (::bind(s.fd_.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
-    return sys_fail(path, "bind");
-  }
+  const mode_t umask_before = ::umask(0177);
+  const int bound = ::bind(s.fd_.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr);
+  const int bind_errno = errno;
+  ::umask(umask_before);
+  errno = bind_errno;
+  if (bound != 0) return sys_fail(path, "bind");
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return sys_fail(path, "lstat");
+  if (!S_ISSOCK(st.st_mode) || (st.st_mode & 07777) != 0600) {
+    return unexpected("control socket " + path + ": replaced by something else right after the bind");
+  }
   s.device_ = st.st_dev;
   s.inode_ = st.st_ino;
-  // The umask may have taken the owner's bits too; 0600 exactly, never more.
-  if (::chmod(path.c_str(), 0600) != 0) return sys_fail(path, "chmod");
   if (::listen(s.fd_.get(), backlog) != 0) return sys_fail(path, "listen");
   return s;
 }

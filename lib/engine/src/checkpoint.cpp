@@ -228,10 +228,8 @@ Expected<void, std::string> Engine::restore_checkpoints() {
       restore_lines_.push_back(who + ": not restored: " + std::string(kHubPsNoCheckpoint));
       continue;
     }
-    std::error_code ec;
-    if (!std::filesystem::is_directory(k.dir, ec)) {
-      return unexpected("jobs[" + std::to_string(j + 1) + "].checkpoint.dir: '" + k.dir + "' is not a directory" +
-                        (ec ? " (" + ec.message() + ")" : std::string()));
+    if (auto trusted = persist::check_directory(k.dir); !trusted) {
+      return unexpected("jobs[" + std::to_string(j + 1) + "].checkpoint.dir: " + trusted.error());
     }
     const persist::CheckpointId id = checkpoint_id(plan);
     persist::Restored r = persist::restore_newest(k.dir, id);

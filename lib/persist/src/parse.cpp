@@ -120,7 +120,8 @@ Expected<Checkpoint, std::string> parse_checkpoint(Bytes f) {
 }
 
 Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  // No link is followed, and a FIFO planted in the directory does not block the open (fstat refuses it).
+  int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return bad(std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

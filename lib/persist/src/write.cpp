@@ -1,10 +1,12 @@
 // write_checkpoint: header, compressed blocks and trailer into a temporary file, fsync, rename, fsync
 // of the directory. The arrays are read block by block through one staging buffer: no copy of the state.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "codec.hpp"
@@ -121,7 +123,13 @@ Expected<std::filesystem::path, std::string> write_checkpoint(const std::filesys
 
   const auto final_path = dir / checkpoint_file_name(meta.id, meta.round);
   const auto temp_path = std::filesystem::path(final_path.string() + ".tmp");
-  int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (auto trusted = check_directory(dir); !trusted) return unexpected(trusted.error());
+  // A stale temporary file of a write that crashed goes first (unlink removes a link, never its target).
+  // The new one is created, never opened: a name planted meanwhile, a link above all, fails the write.
+  if (::unlink(temp_path.c_str()) != 0 && errno != ENOENT) {
+    return unexpected(errno_text("checkpoint: cannot remove the stale " + temp_path.string()));
+  }
+  int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) return unexpected(errno_text("checkpoint: cannot create " + temp_path.string()));
   File file(fd);
   auto fail = [&](const std::string& what) {
@@ -170,6 +178,23 @@ Expected<std::filesystem::path, std::string> write_checkpoint(const std::filesys
     if (!synced) return unexpected(errno_text("checkpoint: cannot fsync the directory " + dir.string()));
   }
   return final_path;
+}
+
+Expected<void, std::string> check_directory(const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return unexpected(errno_text("checkpoint directory " + dir.string()));
+  if (!S_ISDIR(st.st_mode)) return unexpected("checkpoint directory " + dir.string() + " is not a directory");
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return unexpected("checkpoint directory " + dir.string() + " belongs to uid " + std::to_string(st.st_uid) +
+                      ", not to the server's user (" + std::to_string(::geteuid()) + ") or root: chown it");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return unexpected("checkpoint directory " + dir.string() + " (mode " + mode +
+                      ") is writable by others, who could plant a checkpoint or a link: chmod go-w it");
+  }
+  return {};
 }
 
 }  // namespace phub::persist

@@ -168,7 +168,10 @@ def lossy_case(net):
 
 def tenant_case(net):
     good = net.demo_workers("tenant-good", [0], ["--rounds", "5"])
-    bad = net.demo_workers("tenant-bad", [0], ["--rounds", "1", "--secret", "wrong", "--timeout-ms", "1500"])
+    secret_file = os.path.join(net.tmp, "wrong.secret")
+    with open(secret_file, "w") as f:
+        f.write("wrong\n")  # a secret is read from a file (or PHUB_SECRET), never from argv where ps shows it
+    bad = net.demo_workers("tenant-bad", [0], ["--rounds", "1", "--secret-file", secret_file, "--timeout-ms", "1500"])
     check_demo(good, "tenant-good")
     rc, summary, err = bad[0]
     expect(rc != 0 and summary.get("status") == "unreachable", "tenant-bad: expected unreachable, got %s" % summary)

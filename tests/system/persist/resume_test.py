@@ -113,7 +113,7 @@ def main():
     t_start = time.time()
     with phubnet.Net(WORKERS, build_dir=build, lcores=2) as net:
         ckdir = os.path.join(net.tmp, "ckpt")
-        os.mkdir(ckdir)
+        os.mkdir(ckdir, 0o700)  # the server refuses a checkpoint directory others can write to
         job = phubnet.job(JOB_ID, "adam", WORKERS, train_model.key_list(), PORT_BASE, mode="ps", reduce="mean",
                           secret=SECRET, optimizer=dict(kind="adam", lr=0.001),
                           checkpoint=dict(dir=ckdir, every_rounds=EVERY, keep=100))

@@ -44,7 +44,7 @@ def main():
         return check.summary()
     with phubnet.Net(2, build_dir=build, lcores=2) as net:
         ckdir = os.path.join(net.tmp, "ckpt")
-        os.mkdir(ckdir)
+        os.mkdir(ckdir, 0o700)  # the server refuses a checkpoint directory others can write to
         jobs = [phubnet.job(1, "ar", 2, KEYS, 42100),
                 phubnet.job(2, "ps", 2, KEYS, 42200, mode="ps", optimizer=dict(kind="adam", lr=0.01),
                             checkpoint=dict(dir=ckdir, keep=5))]

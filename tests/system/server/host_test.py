@@ -43,6 +43,45 @@ def cleanup(server):
     sh(f"ip link del {HOST_IF}", check=False)
 
 
+def scrape(port, timeout_s):
+    """One GET /metrics on loopback: (seconds it took, the body), or (seconds, None) if it failed."""
+    t0 = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+            s.settimeout(timeout_s)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            body = b""
+            while chunk := s.recv(65536):
+                body += chunk
+        return time.monotonic() - t0, body.decode(errors="replace")
+    except OSError:
+        return time.monotonic() - t0, None
+
+
+def check_metrics_with_slow_clients(check, startup):
+    """Clients that connect to the Prometheus endpoint and stall (more of them than it has threads) delay a
+    real scrape by no more than its I/O timeout: they cannot take it down."""
+    m = re.search(r"metrics: http://127\.0\.0\.1:(\d+)/metrics", startup)
+    check("the start-up names the metrics port", m is not None, startup[-400:])
+    if m is None:
+        return
+    port = int(m.group(1))
+    took, body = scrape(port, 10)
+    check("a scrape answers", body is not None and "phub_" in body, str(body)[:300])
+    stalled = []
+    try:
+        for i in range(8):  # twice the endpoint's threads; each sends half a request line and waits
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"GET /metr" if i % 2 == 0 else b"")
+            stalled.append(s)
+        took, body = scrape(port, 30)
+        check("a scrape beside 8 stalled clients answers within 10 s (4 threads, 2 s I/O timeout)",
+              body is not None and "phub_" in body and took < 10, "%.1f s: %s" % (took, str(body)[:200]))
+    finally:
+        for s in stalled:
+            s.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
@@ -90,6 +129,7 @@ def main():
         check("server starts and says ready", ready, "".join(startup))
         if not ready:
             return 1
+        check_metrics_with_slow_clients(check, "".join(startup))
 
         ping = sh(f"ip netns exec {NS} ping -c 3 -i 0.2 -W 2 {SERVER_IP}", check=False)
         check("ping from the worker namespace", ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout)

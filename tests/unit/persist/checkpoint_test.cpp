@@ -2,6 +2,8 @@
 // with a reason, and the restore falls back to the newest file that is whole.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -155,6 +157,69 @@ TEST(Checkpoint, AMissingRenameIsSkipped) {
   EXPECT_NE(r.skipped[0].find("never reached its rename"), std::string::npos) << r.skipped[0];
 }
 
+// A link planted at the next write's temporary name is removed, never followed: its target is unchanged.
+TEST(Checkpoint, ALinkAtTheTemporaryNameIsNeverFollowed) {
+  TempDir d;
+  TempDir elsewhere;
+  const fs::path target = elsewhere.path() / "precious";
+  put(target, {'k', 'e', 'e', 'p'});
+  const fs::path temp = d.path() / (checkpoint_file_name(job_id(), 4) + ".tmp");
+  fs::create_symlink(target, temp);
+  const auto a = state(2000, 3, true);
+  const fs::path p = write(d.path(), 4, a);
+  EXPECT_EQ(bytes_of(target), (std::vector<char>{'k', 'e', 'e', 'p'}));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(temp)));
+  auto back = read_checkpoint(p);
+  ASSERT_TRUE(back.has_value()) << back.error();
+  EXPECT_TRUE(same_bits(back->arrays, a));
+}
+
+// A FIFO or a link under a checkpoint's name is skipped without blocking, with its reason: a link's target
+// (here a whole checkpoint of the job, written elsewhere) is never read.
+TEST(Checkpoint, AFifoOrALinkInTheDirectoryIsSkippedWithoutBlocking) {
+  TempDir d;
+  TempDir elsewhere;
+  write(d.path(), 5, state(1000, 1, true));
+  const fs::path planted = write(elsewhere.path(), 9, state(1000, 2, true));
+  fs::create_symlink(planted, d.path() / checkpoint_file_name(job_id(), 9));
+  ASSERT_EQ(::mkfifo((d.path() / checkpoint_file_name(job_id(), 8)).c_str(), 0600), 0);
+  auto r = restore_newest(d.path(), job_id());
+  ASSERT_TRUE(r.checkpoint.has_value());
+  EXPECT_EQ(r.checkpoint->meta.round, 5u);
+  ASSERT_EQ(r.skipped.size(), 2u);
+  EXPECT_NE(r.skipped[0].find("symbolic links"), std::string::npos) << r.skipped[0];
+  EXPECT_NE(r.skipped[1].find("not a regular file"), std::string::npos) << r.skipped[1];
+}
+
+// A directory that others can write to, or that belongs to another user, is refused with the fix; so is
+// every write into it.
+TEST(Checkpoint, ADirectoryOthersCanWriteIsRefused) {
+  TempDir d;
+  EXPECT_TRUE(check_directory(d.path()).has_value());
+  for (const fs::perms p : {fs::perms::owner_all | fs::perms::group_write, fs::perms::all}) {
+    fs::permissions(d.path(), p);
+    auto e = check_directory(d.path());
+    ASSERT_FALSE(e.has_value());
+    EXPECT_NE(e.error().find("writable by others"), std::string::npos) << e.error();
+    EXPECT_NE(e.error().find("chmod go-w"), std::string::npos) << e.error();
+    CheckpointMeta m{job_id(), 1, 3, 10, 1};
+    const std::vector<float> a(10);
+    const std::vector<std::span<const float>> spans(3, std::span<const float>(a));
+    EXPECT_FALSE(write_checkpoint(d.path(), m, spans).has_value());
+  }
+  fs::permissions(d.path(), fs::perms::owner_all);
+  if (::geteuid() == 0) {  // only root can give a directory away
+    ASSERT_EQ(::chown(d.path().c_str(), 4242, 4242), 0);
+    auto e = check_directory(d.path());
+    ASSERT_FALSE(e.has_value());
+    EXPECT_NE(e.error().find("belongs to uid 4242"), std::string::npos) << e.error();
+    ASSERT_EQ(::chown(d.path().c_str(), 0, 0), 0);
+  }
+  EXPECT_NE(check_directory(d.path() / "absent").error().find("No such file"), std::string::npos);
+  put(d.path() / "file", {'x'});
+  EXPECT_NE(check_directory(d.path() / "file").error().find("is not a directory"), std::string::npos);
+}
+
 TEST(Checkpoint, AnotherConfigsCheckpointIsNotRestored) {
   TempDir d;
   auto id = job_id();
@@ -200,7 +265,7 @@ TEST(Checkpoint, BadArgumentsAreRefused) {
   m.id.job = "ok";
   e = write_checkpoint(d.path() / "absent", m, one);
   ASSERT_FALSE(e.has_value());
-  EXPECT_NE(e.error().find("cannot create"), std::string::npos) << e.error();
+  EXPECT_NE(e.error().find("absent: No such file or directory"), std::string::npos) << e.error();
 }
 
 // Every single-byte corruption of a small file is either refused or (never) accepted with other values:

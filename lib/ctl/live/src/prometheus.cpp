@@ -221,6 +221,9 @@ std::vector<MetricFamily> metric_families(const engine::CounterReport& r) {
   return out;
 }
 
+constexpr int kMetricsThreads = 4;
+constexpr int kMetricsIoTimeoutMs = 2000;
+
 class CacheCollectable : public prometheus::Collectable {
  public:
   explicit CacheCollectable(const CounterCache& cache) : cache_(cache) {}
@@ -245,7 +248,11 @@ Expected<std::unique_ptr<MetricsEndpoint>, std::string> MetricsEndpoint::open(co
                                                                              const CounterCache& cache) {
   std::unique_ptr<MetricsEndpoint> e(new MetricsEndpoint());
   try {
-    e->exposer_ = std::make_unique<prometheus::Exposer>(address, 1);
+    // Several threads, and a timeout on every read and write: a client that connects and then sends or reads
+    // slowly holds one thread for at most the timeout while the others keep serving Prometheus.
+    e->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", address, "num_threads", std::to_string(kMetricsThreads), "request_timeout_ms",
+        std::to_string(kMetricsIoTimeoutMs)});
   } catch (const std::exception& ex) {
     return unexpected("control.metrics_address: cannot listen on " + address + ": " + ex.what());
   }

@@ -43,13 +43,19 @@ struct Checkpoint {
 // A file's name in its directory: "<job>.s<shard>.r<round, 10 digits>.phubckpt".
 [[nodiscard]] std::string checkpoint_file_name(const CheckpointId& id, uint32_t round);
 
-// Writes the checkpoint into `dir` (which must exist) atomically; returns the final path. On any error
+// A directory the server may keep checkpoints in: a directory owned by the server's user (or root) that
+// nobody else can write to. Anyone who could write there could plant a file for the next restore, or a
+// name for the next write. The error names what is wrong and how to fix it.
+[[nodiscard]] Expected<void, std::string> check_directory(const std::filesystem::path& dir);
+
+// Writes the checkpoint into `dir` (which must exist and pass check_directory) atomically; returns the final path. On any error
 // the temporary file is removed and nothing else changed.
 [[nodiscard]] Expected<std::filesystem::path, std::string> write_checkpoint(
     const std::filesystem::path& dir, const CheckpointMeta& meta, std::span<const std::span<const float>> arrays);
 
 // Reads and checks one file: magic, version, header CRC, every block's length and CRC, the totals.
-// Never trusts a length before checking it against the file and the limits.
+// Never trusts a length before checking it against the file and the limits. A symbolic link, a FIFO or
+// anything else that is not a regular file is refused without blocking.
 [[nodiscard]] Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file);
 
 // Parses a checkpoint held in memory (the fuzz target's entry; read_checkpoint uses it).
