@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (opts->print_config) {
-    std::fputs(phub::config::dump_lua(*cfg).c_str(), stdout);
+    std::fputs(phub::config::dump_lua(*cfg, phub::config::Secrets::redacted).c_str(), stdout);
     return 0;
   }
 

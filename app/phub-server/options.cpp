@@ -17,7 +17,7 @@ std::unique_ptr<CLI::App> make(Options& o) {
   app->add_option("-c,--config", o.config_path, "Lua config (default: the embedded config/phub.lua)")
       ->type_name("FILE");
   app->add_flag("--check", o.check, "validate the config, print a summary, exit");
-  app->add_flag("--print-config", o.print_config, "print the config as Lua with every default filled in, exit");
+  app->add_flag("--print-config", o.print_config, "print the config as Lua with every default filled in and every secret redacted, exit");
   app->add_flag("--print-boot-info", o.print_boot_info,
                 "print the EAL arguments and port devices as JSON (for phub-boot), exit");
   app->add_option_function<std::string>(

@@ -4,6 +4,7 @@
 
 #include "convert.hpp"
 #include "phub/base/ipv4.hpp"
+#include "phub/config/load.hpp"
 #include "phub/config/text.hpp"
 
 namespace phub::config::detail {
@@ -161,7 +162,10 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
   if (j.payload_mac && !j.sessions) {
     errors.add(r.path("payload_mac"), "needs sessions = true (the payload MAC is keyed by the session)");
   }
-  if (j.secret.size() > kMaxSecretBytes) {
+  if (j.secret == kRedactedSecret) {
+    errors.add(r.path("secret"), "redacted (phub-ctl config and phub-server --print-config print no secret): "
+                                 "give the job's real secret, or dump with phub-ctl config --show-secrets");
+  } else if (j.secret.size() > kMaxSecretBytes) {
     errors.add(r.path("secret"), "a secret of " + std::to_string(j.secret.size()) + " bytes is longer than " +
                                      std::to_string(kMaxSecretBytes));
   } else if (j.secret.empty() && !j.insecure) {

@@ -120,7 +120,7 @@ void dump_checkpoints(Writer& w, const char* key, const Checkpoints& k) {
   w.close();
 }
 
-void dump_job(Writer& w, const Job& j) {
+void dump_job(Writer& w, const Job& j, Secrets secrets) {
   w.open("");
   w.field("id", j.id);
   w.text("name", j.name);
@@ -135,7 +135,7 @@ void dump_job(Writer& w, const Job& j) {
     w.list("workers", map_all(j.worker_ipv4, [](uint32_t a) { return lua_string(format_ipv4(a)); }));
   }
   w.field("port_base", j.port_base);
-  w.text("secret", j.secret);
+  w.text("secret", secrets == Secrets::redacted && !j.secret.empty() ? std::string(kRedactedSecret) : j.secret);
   w.field("insecure", j.insecure ? "true" : "false");
   w.field("sessions", j.sessions ? "true" : "false");
   w.field("payload_mac", j.payload_mac ? "true" : "false");
@@ -173,7 +173,7 @@ void dump_rack(Writer& w, const Rack& r) {
 
 }  // namespace
 
-std::string dump_lua(const Config& c) {
+std::string dump_lua(const Config& c, Secrets secrets) {
   Writer w;
   w.line("-- phub config, written by phub::config::dump_lua");
   w.line("return {");
@@ -190,7 +190,7 @@ std::string dump_lua(const Config& c) {
   w.integers("polling", {{"idle_polls_before_sleep", c.polling.idle_polls_before_sleep},
                          {"idle_sleep_us", c.polling.idle_sleep_us}});
   w.open("jobs");
-  for (const Job& j : c.jobs) dump_job(w, j);
+  for (const Job& j : c.jobs) dump_job(w, j, secrets);
   w.close();
   w.open("racks");
   for (const Rack& r : c.racks) dump_rack(w, r);

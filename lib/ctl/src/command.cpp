@@ -9,7 +9,7 @@ namespace phub::ctl {
 namespace {
 
 // What may follow a command's name.
-enum class Takes { nothing, json_flag, name, optional_file };
+enum class Takes { nothing, json_flag, secrets_flag, name, optional_file };
 
 struct CommandSpec {
   std::string_view name;
@@ -23,7 +23,7 @@ constexpr CommandSpec kCommands[] = {
     {"stats", Verb::stats, Takes::json_flag, "every counter, as text or as one JSON document"},
     {"jobs", Verb::jobs, Takes::nothing, "one line per job"},
     {"job", Verb::job, Takes::name, "one job in detail"},
-    {"config", Verb::config, Takes::nothing, "the running config as Lua"},
+    {"config", Verb::config, Takes::secrets_flag, "the running config as Lua (secrets redacted unless --show-secrets)"},
     {"version", Verb::version, Takes::nothing, "the server's version"},
     {"reload", Verb::reload, Takes::optional_file, "load, check and apply a config (default: the server's file)"},
     {"drain", Verb::drain, Takes::name, "drain a job"},
@@ -36,6 +36,7 @@ std::string usage_of(const CommandSpec& c) {
   switch (c.takes) {
     case Takes::nothing: return std::string(c.name);
     case Takes::json_flag: return std::string(c.name) + " [--json]";
+    case Takes::secrets_flag: return std::string(c.name) + " [--show-secrets]";
     case Takes::name: return std::string(c.name) + " NAME";
     case Takes::optional_file: return std::string(c.name) + " [FILE]";
   }
@@ -63,6 +64,10 @@ Expected<Command, std::string> check_arguments(const CommandSpec& c, std::span<c
       if (arg != "--json") return refuse(c, "unknown option " + excerpt(arg));
       cmd.stats_format = StatsFormat::json;
       break;
+    case Takes::secrets_flag:
+      if (arg != "--show-secrets") return refuse(c, "unknown option " + excerpt(arg));
+      cmd.show_secrets = true;
+      break;
     case Takes::name:
       if (arg.empty()) return refuse(c, "NAME is empty");
       cmd.argument = arg;
@@ -86,7 +91,7 @@ Reply call_handler(const Command& cmd, Handler& h) {
     case Verb::stats: return h.stats(cmd.stats_format);
     case Verb::jobs: return h.jobs();
     case Verb::job: return h.job(arg);
-    case Verb::config: return h.config();
+    case Verb::config: return h.config(cmd.show_secrets);
     case Verb::version: return h.version();
     case Verb::reload: return h.reload(cmd.argument ? std::optional<std::string_view>(arg) : std::nullopt);
     case Verb::drain: return h.drain(arg);

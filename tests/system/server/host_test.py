@@ -99,6 +99,12 @@ def main():
             failures.append(name)
             print(f"FAIL: {name} {detail}")
 
+    # --print-config on the embedded default (whose jobs have secrets) prints no secret.
+    dumped = subprocess.run([args.server, "--print-config"], capture_output=True, text=True, timeout=30)
+    check("--print-config redacts every job's secret",
+          dumped.returncode == 0 and "secret = \"<redacted: give the job's secret>\"" in dumped.stdout and
+          "demo-allreduce-secret" not in dumped.stdout and "demo-parameter-server-secret" not in dumped.stdout,
+          dumped.stdout[-600:] + dumped.stderr[-300:])
     try:
         sh(f"ip netns add {NS}")
         sh(f"ip link add {HOST_IF} type veth peer name {PEER_IF}")

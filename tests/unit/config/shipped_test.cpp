@@ -25,6 +25,20 @@ TEST_P(Shipped, LoadsValidatesAndRoundTrips) {
   ASSERT_TRUE(again.has_value()) << again.error() << "\n" << dumped;
   EXPECT_TRUE(*again == *cfg) << dumped;
   EXPECT_EQ(dump_lua(*again), dumped);
+  // Redacted (phub-ctl config, --print-config): no secret appears, and the dump loads only once every
+  // redacted secret is given again, naming each one.
+  const std::string redacted = dump_lua(*cfg, Secrets::redacted);
+  size_t secrets = 0;
+  for (const Job& j : cfg->jobs) {
+    if (j.secret.empty()) continue;
+    ++secrets;
+    EXPECT_EQ(redacted.find(j.secret), std::string::npos) << j.name << "'s secret is in the redacted dump";
+  }
+  if (secrets == 0) return;
+  auto refused = load_string(redacted, "redacted.lua");
+  ASSERT_FALSE(refused.has_value()) << "a redacted dump loaded";
+  EXPECT_NE(refused.error().find("secret: redacted (phub-ctl config and phub-server --print-config print no secret)"),
+            std::string::npos) << refused.error();
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, Shipped,

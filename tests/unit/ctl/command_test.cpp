@@ -15,7 +15,7 @@ namespace {
 using test::FakeHandler;
 
 const std::string kList =
-    "commands: status, stats [--json], jobs, job NAME, config, version, reload [FILE], drain NAME, reset NAME, checkpoint NAME, help";
+    "commands: status, stats [--json], jobs, job NAME, config [--show-secrets], version, reload [FILE], drain NAME, reset NAME, checkpoint NAME, help";
 
 std::string error_of(std::string_view line) {
   FakeHandler h;
@@ -35,6 +35,7 @@ TEST(Commands, EachReachesItsMethodWithItsArgument) {
       {"job alpha", "job alpha"},
       {"job \"with space\"", "job with space"},
       {"config", "config"},
+      {"config --show-secrets", "config --show-secrets"},
       {"version", "version"},
       {"reload", "reload"},
       {"reload '/etc/phub/new config.lua'", "reload /etc/phub/new config.lua"},
@@ -86,6 +87,7 @@ TEST(Commands, ArgumentMistakesShowTheUsage) {
   EXPECT_EQ(error_of("status now"), "status: unexpected argument 'now' (usage: status)\n");
   EXPECT_EQ(error_of("version --json"), "version: unexpected argument '--json' (usage: version)\n");
   EXPECT_EQ(error_of("stats --xml"), "stats: unknown option '--xml' (usage: stats [--json])\n");
+  EXPECT_EQ(error_of("config --json"), "config: unknown option '--json' (usage: config [--show-secrets])\n");
   EXPECT_EQ(error_of("stats --json --json"), "stats: unexpected argument '--json' (usage: stats [--json])\n");
   EXPECT_EQ(error_of("reload a.lua"),
             "reload: FILE must be an absolute path, not 'a.lua' (the server does not share the client's working "

@@ -33,7 +33,9 @@ class FakeHandler : public Handler {
     if (name == "alpha" || name == "with space") return record("job " + std::string(name), Reply::success("job " + std::string(name) + "\n"));
     return record("job " + std::string(name), Reply::failure("no job named '" + std::string(name) + "'\n"));
   }
-  Reply config() override { return record("config", Reply::success(std::string(config_bytes.load(), '-'))); }
+  Reply config(bool show_secrets) override {
+    return record(show_secrets ? "config --show-secrets" : "config", Reply::success(std::string(config_bytes.load(), '-')));
+  }
   Reply version() override { return record("version", Reply::success("phub 0.1.0\n")); }
   Reply reload(std::optional<std::string_view> file) override {
     const std::string from = file ? std::string(*file) : std::string("the start-up file");

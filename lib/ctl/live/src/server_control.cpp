@@ -107,7 +107,9 @@ Reply ServerControl::job(std::string_view name) {
   return Reply::success(out);
 }
 
-Reply ServerControl::config() { return Reply::success(config::dump_lua(engine_.config())); }
+Reply ServerControl::config(bool show_secrets) {
+  return Reply::success(config::dump_lua(engine_.config(), show_secrets ? config::Secrets::shown : config::Secrets::redacted));
+}
 
 Reply ServerControl::version() { return Reply::success("phub-server " PHUB_VERSION ", protocol 2\n"); }
 

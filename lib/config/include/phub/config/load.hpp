@@ -37,7 +37,13 @@ struct LoadLimits {
 // A short human summary, a few lines, for logs.
 [[nodiscard]] std::string describe(const Config& config);
 
-// Lua text that loads back to an equal Config (every field written out).
-[[nodiscard]] std::string dump_lua(const Config& config);
+// What dump_lua writes for a job's secret: the secret, or kRedactedSecret (which no config loads: the
+// loader refuses it by name, so that a redacted dump never runs a job under a known secret).
+enum class Secrets { shown, redacted };
+inline constexpr std::string_view kRedactedSecret = "<redacted: give the job's secret>";
+
+// Lua text that loads back to an equal Config (every field written out; with Secrets::redacted, every
+// non-empty secret replaced).
+[[nodiscard]] std::string dump_lua(const Config& config, Secrets secrets = Secrets::shown);
 
 }  // namespace phub::config

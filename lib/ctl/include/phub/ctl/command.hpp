@@ -18,11 +18,12 @@ struct Command {
   Verb verb = Verb::help;
   StatsFormat stats_format = StatsFormat::text;
   std::optional<std::string> argument;
+  bool show_secrets = false;  // config --show-secrets
 
   bool operator==(const Command&) const = default;
 };
 
-// "status, stats [--json], jobs, job NAME, config, version, reload [FILE], drain NAME, reset NAME, checkpoint NAME, help"
+// "status, stats [--json], jobs, job NAME, config [--show-secrets], version, reload [FILE], drain NAME, reset NAME, checkpoint NAME, help"
 [[nodiscard]] std::string command_list();
 // One line per command with what it does (the answer to `help`, and part of phub-ctl's usage).
 [[nodiscard]] std::string command_help();

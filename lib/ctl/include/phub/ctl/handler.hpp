@@ -33,7 +33,7 @@ class Handler {
   virtual Reply stats(StatsFormat format) = 0;    // every counter, as text or one JSON document
   virtual Reply jobs() = 0;                       // one line per job
   virtual Reply job(std::string_view name) = 0;   // one job in detail
-  virtual Reply config() = 0;                     // the running config as Lua
+  virtual Reply config(bool show_secrets) = 0;    // the running config as Lua, secrets redacted unless shown
   virtual Reply version() = 0;                    // the server's version
   // Reloads the config from `file` (an absolute path), or from the file the server started with.
   virtual Reply reload(std::optional<std::string_view> file) = 0;

@@ -26,7 +26,7 @@ class ServerControl : public Handler {
   Reply stats(StatsFormat format) override;
   Reply jobs() override;
   Reply job(std::string_view name) override;
-  Reply config() override;
+  Reply config(bool show_secrets) override;
   Reply version() override;
   Reply reload(std::optional<std::string_view> file) override;
   Reply drain(std::string_view name) override;
