@@ -231,19 +231,12 @@ Expected<void, std::string> Engine::restore_checkpoints() {
     if (auto trusted = persist::check_directory(k.dir); !trusted) {
       return unexpected("jobs[" + std::to_string(j + 1) + "].checkpoint.dir: " + trusted.error());
     }
-    const persist::CheckpointId id = checkpoint_id(plan);
-    persist::Restored r = persist::restore_newest(k.dir, id);
-    for (const auto& skipped : r.skipped) restore_lines_.push_back(who + ": checkpoint skipped: " + skipped);
     CheckpointCapture shape;
     lay_out(plan, shape);
-    if (r.checkpoint && (r.checkpoint->arrays.size() != shape.arrays.size() ||
-                         r.checkpoint->meta.elems != shard_elems(shape))) {
-      restore_lines_.push_back(who + ": checkpoint skipped: " + r.file.string() + ": " +
-                               std::to_string(r.checkpoint->arrays.size()) + " arrays of " +
-                               std::to_string(r.checkpoint->meta.elems) + " elements, the job has " +
-                               std::to_string(shape.arrays.size()) + " of " + std::to_string(shard_elems(shape)));
-      r.checkpoint.reset();
-    }
+    // A file is refused by its header (job, shard, config, the state's shape) before it is inflated.
+    const persist::Expectation expect{checkpoint_id(plan), static_cast<uint32_t>(shape.arrays.size()), shard_elems(shape)};
+    persist::Restored r = persist::restore_newest(k.dir, expect);
+    for (const auto& skipped : r.skipped) restore_lines_.push_back(who + ": checkpoint skipped: " + skipped);
     if (!r.checkpoint) {
       restore_lines_.push_back(who + ": no valid checkpoint in " + k.dir + ": starting without state");
       continue;

@@ -23,7 +23,7 @@ Expected<Checkpoint, std::string> bad(const std::string& why) { return unexpecte
 
 }  // namespace
 
-Expected<Checkpoint, std::string> parse_checkpoint(Bytes f) {
+Expected<Checkpoint, std::string> parse_checkpoint(Bytes f, const Expectation* expect) {
   if (f.size() < format::kFixedHeaderBytes + 4) return bad("shorter than a header (" + std::to_string(f.size()) + " bytes)");
   if (std::memcmp(f.data(), format::kMagic.data(), format::kMagic.size()) != 0) return bad("not a phub checkpoint (magic)");
   const auto version = load_le<uint32_t>(f.data() + 8);
@@ -52,6 +52,16 @@ Expected<Checkpoint, std::string> parse_checkpoint(Bytes f) {
   m.id.job.assign(reinterpret_cast<const char*>(f.data() + format::kFixedHeaderBytes), name_len);
   if (arrays == 0 || arrays > format::kMaxArrays) return bad(std::to_string(arrays) + " arrays in the header");
   if (m.elems > format::kMaxRawBytes / 4 / arrays) return bad("the header's element count is above the limit");
+  if (expect != nullptr) {
+    if (!(m.id == expect->id)) {
+      return bad("of another job, shard or config (fingerprint " + std::to_string(m.id.config_fingerprint) +
+                 ", running " + std::to_string(expect->id.config_fingerprint) + ")");
+    }
+    if ((expect->arrays != 0 && arrays != expect->arrays) || (expect->elems != 0 && m.elems != expect->elems)) {
+      return bad(std::to_string(arrays) + " arrays of " + std::to_string(m.elems) + " elements, the job has " +
+                 std::to_string(expect->arrays) + " of " + std::to_string(expect->elems));
+    }
+  }
   if (block_raw < format::kMinBlockRawBytes || block_raw > format::kMaxBlockRawBytes) {
     return bad("block size " + std::to_string(block_raw) + " outside the format's limits");
   }
@@ -119,7 +129,7 @@ Expected<Checkpoint, std::string> parse_checkpoint(Bytes f) {
   return cp;
 }
 
-Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file) {
+Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file, const Expectation* expect) {
   // No link is followed, and a FIFO planted in the directory does not block the open (fstat refuses it).
   int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return bad(std::string("cannot open: ") + std::strerror(errno));
@@ -136,7 +146,7 @@ Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& f
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (map == MAP_FAILED) return bad(std::string("cannot map: ") + std::strerror(errno));
-  auto cp = parse_checkpoint(Bytes(static_cast<const std::byte*>(map), size));
+  auto cp = parse_checkpoint(Bytes(static_cast<const std::byte*>(map), size), expect);
   ::munmap(map, size);
   return cp;
 }

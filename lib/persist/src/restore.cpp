@@ -54,24 +54,18 @@ std::string checkpoint_file_name(const CheckpointId& id, uint32_t round) {
   return prefix_of(id) + digits + std::string(kSuffix);
 }
 
-Restored restore_newest(const std::filesystem::path& dir, const CheckpointId& id) {
+Restored restore_newest(const std::filesystem::path& dir, const Expectation& expect) {
   Restored r;
-  for (const auto& f : list(dir, id)) {
+  for (const auto& f : list(dir, expect.id)) {
     const std::string name = f.path.filename().string();
     if (f.temporary) {
       r.skipped.push_back(name + ": a write that never reached its rename (temporary file)");
       continue;
     }
     if (r.checkpoint) continue;
-    auto cp = read_checkpoint(f.path);
+    auto cp = read_checkpoint(f.path, &expect);
     if (!cp) {
       r.skipped.push_back(name + ": " + cp.error());
-      continue;
-    }
-    if (!(cp->meta.id == id)) {
-      r.skipped.push_back(name + ": of another job, shard or config (fingerprint " +
-                          std::to_string(cp->meta.id.config_fingerprint) + ", running " +
-                          std::to_string(id.config_fingerprint) + ")");
       continue;
     }
     if (cp->meta.round != f.round) {

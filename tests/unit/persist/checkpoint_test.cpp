@@ -100,7 +100,7 @@ TEST(Checkpoint, NewestValidIsRestored) {
   auto newest = state(5000, 2, false);
   write(d.path(), 20, newest);
   write(d.path(), 9, state(5000, 3, false), CheckpointId{"other", 8, 0, 1});
-  auto r = restore_newest(d.path(), job_id());
+  auto r = restore_newest(d.path(), {job_id()});
   ASSERT_TRUE(r.checkpoint.has_value());
   EXPECT_EQ(r.checkpoint->meta.round, 20u);
   EXPECT_TRUE(same_bits(r.checkpoint->arrays, newest));
@@ -134,7 +134,7 @@ TEST(Checkpoint, TornOrCorruptFilesAreSkippedWithAReason) {
     auto b = bytes_of(p);
     dmg.apply(b);
     put(p, b);
-    auto r = restore_newest(d.path(), job_id());
+    auto r = restore_newest(d.path(), {job_id()});
     ASSERT_TRUE(r.checkpoint.has_value());
     EXPECT_EQ(r.checkpoint->meta.round, 100u);
     EXPECT_TRUE(same_bits(r.checkpoint->arrays, older));
@@ -150,7 +150,7 @@ TEST(Checkpoint, AMissingRenameIsSkipped) {
   write(d.path(), 5, older);
   auto p = write(d.path(), 6, state(4000, 9, true));
   fs::rename(p, fs::path(p.string() + ".tmp"));  // as if the server died between fsync and rename
-  auto r = restore_newest(d.path(), job_id());
+  auto r = restore_newest(d.path(), {job_id()});
   ASSERT_TRUE(r.checkpoint.has_value());
   EXPECT_EQ(r.checkpoint->meta.round, 5u);
   ASSERT_EQ(r.skipped.size(), 1u);
@@ -183,7 +183,7 @@ TEST(Checkpoint, AFifoOrALinkInTheDirectoryIsSkippedWithoutBlocking) {
   const fs::path planted = write(elsewhere.path(), 9, state(1000, 2, true));
   fs::create_symlink(planted, d.path() / checkpoint_file_name(job_id(), 9));
   ASSERT_EQ(::mkfifo((d.path() / checkpoint_file_name(job_id(), 8)).c_str(), 0600), 0);
-  auto r = restore_newest(d.path(), job_id());
+  auto r = restore_newest(d.path(), {job_id()});
   ASSERT_TRUE(r.checkpoint.has_value());
   EXPECT_EQ(r.checkpoint->meta.round, 5u);
   ASSERT_EQ(r.skipped.size(), 2u);
@@ -225,16 +225,33 @@ TEST(Checkpoint, AnotherConfigsCheckpointIsNotRestored) {
   auto id = job_id();
   write(d.path(), 3, state(1000, 1, false), id);
   id.config_fingerprint ^= 1;  // the job's keys or optimizer changed since
-  auto r = restore_newest(d.path(), id);
+  auto r = restore_newest(d.path(), {id});
   EXPECT_FALSE(r.checkpoint.has_value());
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_NE(r.skipped[0].find("fingerprint"), std::string::npos) << r.skipped[0];
 }
 
+// A file of another shape is refused by its header before a block is inflated: its body here is damaged,
+// and the reason is the shape, not the damage (a planted file declaring a huge state costs its header only).
+TEST(Checkpoint, AnotherShapeIsRefusedBeforeInflating) {
+  TempDir d;
+  const fs::path p = write(d.path(), 3, state(50'000, 1, true));
+  auto b = bytes_of(p);
+  b[b.size() / 2] ^= 0x5a;  // inside the blocks
+  put(p, b);
+  auto r = restore_newest(d.path(), {job_id(), 3, 20'000});
+  EXPECT_FALSE(r.checkpoint.has_value());
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_NE(r.skipped[0].find("3 arrays of 50000 elements, the job has 3 of 20000"), std::string::npos) << r.skipped[0];
+  r = restore_newest(d.path(), {job_id(), 3, 50'000});  // the right shape: now the damage is found
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_NE(r.skipped[0].find("block"), std::string::npos) << r.skipped[0];
+}
+
 TEST(Checkpoint, NothingToRestoreInAnEmptyOrMissingDirectory) {
   TempDir d;
-  EXPECT_FALSE(restore_newest(d.path(), job_id()).checkpoint.has_value());
-  EXPECT_FALSE(restore_newest(d.path() / "absent", job_id()).checkpoint.has_value());
+  EXPECT_FALSE(restore_newest(d.path(), {job_id()}).checkpoint.has_value());
+  EXPECT_FALSE(restore_newest(d.path() / "absent", {job_id()}).checkpoint.has_value());
 }
 
 TEST(Checkpoint, PruneKeepsTheNewest) {
@@ -242,7 +259,7 @@ TEST(Checkpoint, PruneKeepsTheNewest) {
   for (uint32_t r : {1u, 2u, 3u, 4u}) write(d.path(), r, state(100, r, true));
   put(d.path() / "resnet-ps.s1.r0000000009.phubckpt.tmp", {'x'});
   EXPECT_EQ(prune_checkpoints(d.path(), job_id(), 2), 3u);  // rounds 1 and 2, and the temporary file
-  auto r = restore_newest(d.path(), job_id());
+  auto r = restore_newest(d.path(), {job_id()});
   ASSERT_TRUE(r.checkpoint.has_value());
   EXPECT_EQ(r.checkpoint->meta.round, 4u);
   EXPECT_TRUE(fs::exists(d.path() / "resnet-ps.s1.r0000000003.phubckpt"));

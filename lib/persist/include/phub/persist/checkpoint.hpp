@@ -56,10 +56,21 @@ struct Checkpoint {
 // Reads and checks one file: magic, version, header CRC, every block's length and CRC, the totals.
 // Never trusts a length before checking it against the file and the limits. A symbolic link, a FIFO or
 // anything else that is not a regular file is refused without blocking.
-[[nodiscard]] Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file);
+// What a restore expects of a file: its job, shard and config, and (when known) the state's shape. A file
+// whose header says otherwise is refused before one block is inflated, so that a file planted with a huge
+// declared size (a deflate bomb) costs no more than its header.
+struct Expectation {
+  CheckpointId id;
+  uint32_t arrays = 0;  // 0: any
+  uint64_t elems = 0;   // 0: any
+};
+
+[[nodiscard]] Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file,
+                                                                const Expectation* expect = nullptr);
 
 // Parses a checkpoint held in memory (the fuzz target's entry; read_checkpoint uses it).
-[[nodiscard]] Expected<Checkpoint, std::string> parse_checkpoint(std::span<const std::byte> bytes);
+[[nodiscard]] Expected<Checkpoint, std::string> parse_checkpoint(std::span<const std::byte> bytes,
+                                                                 const Expectation* expect = nullptr);
 
 struct Restored {
   std::optional<Checkpoint> checkpoint;  // the newest valid one for the id, if any
@@ -69,7 +80,7 @@ struct Restored {
 
 // The newest valid checkpoint of `id` in `dir`, falling back past torn or corrupt files. Temporary files
 // (a write that never reached its rename) are skipped and named too.
-[[nodiscard]] Restored restore_newest(const std::filesystem::path& dir, const CheckpointId& id);
+[[nodiscard]] Restored restore_newest(const std::filesystem::path& dir, const Expectation& expect);
 
 // Keeps the newest `keep` valid-looking files of `id` (by name) and removes older ones and stale
 // temporary files. Returns how many files were removed.
