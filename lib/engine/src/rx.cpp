@@ -627,7 +627,15 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       return send_error(rx, plan, lj, proto::Status::bad_request, 0);
     }
     if (sodium_memcmp(rx.join.server_nonce.data(), challenge_for(rx, plan, lj).data(), proto::kSessionNonceBytes) != 0) {
-      count_drop(lj, Drop::join_stale);  // answered below with the challenge of now
+      // Answered below with the challenge of now. A challenge of the epoch just replaced is the race of every
+      // run's start (a rank's handshake crossing its rank 0's epoch start), not a drop; any other is stale.
+      const auto previous = static_cast<uint16_t>(lj.epoch - 1);
+      if (sodium_memcmp(rx.join.server_nonce.data(), challenge_in(rx, plan, previous).data(),
+                        proto::kSessionNonceBytes) == 0) {
+        bump(lj.counters.joins_rechallenged);
+      } else {
+        count_drop(lj, Drop::join_stale);
+      }
     } else {
       if ((h.flags & proto::flag::epoch_start) != 0) {
         // Rank 0 of a new run restarts the job in the epoch after the current one. A confirm that names any
@@ -675,11 +683,15 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
 }
 
 proto::SessionNonce Lcore::challenge_for(const Rx& rx, const JobPlan& plan, const LcoreJob& lj) const noexcept {
+  return challenge_in(rx, plan, lj.epoch);
+}
+
+proto::SessionNonce Lcore::challenge_in(const Rx& rx, const JobPlan& plan, uint16_t epoch) const noexcept {
   proto::ChallengeContext c;
   c.job_id = plan.cfg.id;
   c.lcore_index = r_.index;
   c.rank = rx.hdr.rank;
-  c.epoch = lj.epoch;
+  c.epoch = epoch;
   c.incarnation = rx.hdr.aux;
   c.source = proto::ReplyAddress{rx.ip.src, rx.udp.src_port};
   c.worker_nonce = rx.join.worker_nonce;

@@ -200,8 +200,9 @@ TEST(Sessions, AForgedPacketMovesNothing) {
 }
 
 // A first join claims nothing, whoever sends it; a confirm takes the rank only with the challenge this lcore
-// sent to its source in the current epoch: one replayed from elsewhere, or from before an epoch start, is
-// join_stale and answered with a fresh challenge.
+// sent to its source in the current epoch: one replayed from elsewhere, or from two epochs back, is
+// join_stale; one of the epoch a start just replaced (every run's race) is counted as rechallenged, not
+// dropped. Each is answered with a fresh challenge.
 TEST(Sessions, OnlyAFreshConfirmTakesARank) {
   auto job = sessions_job(false);
   StartedEngine s(1, {job});
@@ -231,13 +232,25 @@ TEST(Sessions, OnlyAFreshConfirmTakesARank) {
   auto late = send_join(s, job, r, true, 0, 0, 0, nullptr);
   ASSERT_TRUE(late);
   EXPECT_EQ(late->options & proto::session_option::confirmed, 0);
-  EXPECT_EQ(drops(*s.engine, Drop::join_stale), 2u);
+  EXPECT_EQ(drops(*s.engine, Drop::join_stale), 1u) << "the race of a run's start is no drop";
+  EXPECT_EQ(job_counters(*s.engine, 0).joins_rechallenged, 1u);
   EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 1u) << "rank 0's only";
 
+  // Another run's rank 0 starts epoch 2: the epoch-0 challenge is two epochs back now, stale.
+  SessionRank zero2;
+  zero2.rank = 0;
+  zero2.incarnation = 777;
+  ASSERT_TRUE(join(s, job, zero2, proto::flag::epoch_start, 2));
+  auto older = send_join(s, job, r, true, 0, 0, 0, nullptr);
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->options & proto::session_option::confirmed, 0);
+  EXPECT_EQ(drops(*s.engine, Drop::join_stale), 2u);
+  EXPECT_EQ(job_counters(*s.engine, 0).joins_rechallenged, 1u);
+
   // The challenge of now, confirmed: the rank is r's.
-  r.challenge = late->server_nonce;
-  ASSERT_TRUE(join(s, job, r, 0, 1, true));
-  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 2u);
+  r.challenge = older->server_nonce;
+  ASSERT_TRUE(join(s, job, r, 0, 2, true));
+  EXPECT_EQ(job_counters(*s.engine, 0).sessions_established, 3u) << "the two rank 0s' and r's";
 }
 
 // A packet that opens under the session but comes from another source (a copy sent from elsewhere, or the
