@@ -96,16 +96,22 @@ def main():
               rc == 0 and "changed 1 (B)" in out, "exit %d: %s" % (rc, (out + err).strip()[-400:]))
         livenet.write(os.path.join(net.tmp, "rate.lua"), "return 300000\n")
         rc, out, err = ctl("reload", path)
-        dumped = ctl.config()
+        dumped = ctl.config(show_secrets=True)
         check("reloading the same config reads the changed included file again",
               rc == 0 and "changed 1 (B)" in out and "rate_limit_pps = 300000" in dumped,
               "exit %d: %s" % (rc, (out + err).strip()[-400:]))
         check("phub-ctl config is one table, without include", "include" not in dumped, dumped[:400])
-        # What `phub-ctl config` prints is a config: reloading it changes nothing and prints the same again.
+        redacted = ctl.config()
+        check("phub-ctl config prints no secret", "<redacted: give the job's secret>" in redacted and
+              all(j.get("secret", "") not in redacted for j in (A, bigger_b) if j.get("secret")), redacted[:400])
+        rc, out, err = ctl("reload", livenet.write(os.path.join(net.tmp, "redacted.lua"), redacted))
+        check("its output does not reload: the redacted secrets are named", rc != 0 and "secret: redacted" in err,
+              "exit %d: %s" % (rc, (out + err).strip()[-400:]))
+        # What `phub-ctl config --show-secrets` prints is a config: reloading it changes nothing and prints the same.
         path = livenet.write(os.path.join(net.tmp, "dumped.lua"), dumped)
         rc, out, err = ctl("reload", path)
-        check("reloading the output of phub-ctl config changes nothing",
-              rc == 0 and "applied: added 0, changed 0, removed 0, unchanged 2;" in out and ctl.config() == dumped,
+        check("reloading the output of phub-ctl config --show-secrets changes nothing",
+              rc == 0 and "applied: added 0, changed 0, removed 0, unchanged 2;" in out and ctl.config(show_secrets=True) == dumped,
               "exit %d: %s" % (rc, (out + err).strip()[-400:]))
         ok, detail = livenet.workers_ok(livenet.finish_workers(traffic, 60))
         check("A's traffic meanwhile: every result verified", ok, detail)

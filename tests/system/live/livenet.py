@@ -48,8 +48,8 @@ class Ctl:
             raise RuntimeError("phub-ctl stats --json: exit %d: %s" % (rc, err.strip()))
         return json.loads(out)
 
-    def config(self):
-        rc, out, err = self("config")
+    def config(self, show_secrets=False):
+        rc, out, err = self("config", *(["--show-secrets"] if show_secrets else []))
         if rc != 0:
             raise RuntimeError("phub-ctl config: exit %d: %s" % (rc, err.strip()))
         return out
