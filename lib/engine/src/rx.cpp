@@ -621,16 +621,19 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     count_drop(lj, Drop::bad_request);
     return send_error(rx, plan, lj, proto::Status::bad_request, 0);
   }
+  // The challenge of now: what a confirm must carry, and the answer to anything not confirmed (the epoch
+  // changes only with a confirm taken, whose answer carries its own challenge).
+  const proto::SessionNonce challenge = challenge_for(rx, plan, lj.epoch);
   if (rx.join.confirm) {
     if (incarnation == 0) {
       count_drop(lj, Drop::bad_request);  // a query confirms nothing
       return send_error(rx, plan, lj, proto::Status::bad_request, 0);
     }
-    if (sodium_memcmp(rx.join.server_nonce.data(), challenge_for(rx, plan, lj).data(), proto::kSessionNonceBytes) != 0) {
+    if (sodium_memcmp(rx.join.server_nonce.data(), challenge.data(), proto::kSessionNonceBytes) != 0) {
       // Answered below with the challenge of now. A challenge of the epoch just replaced is the race of every
       // run's start (a rank's handshake crossing its rank 0's epoch start), not a drop; any other is stale.
       const auto previous = static_cast<uint16_t>(lj.epoch - 1);
-      if (sodium_memcmp(rx.join.server_nonce.data(), challenge_in(rx, plan, previous).data(),
+      if (sodium_memcmp(rx.join.server_nonce.data(), challenge_for(rx, plan, previous).data(),
                         proto::kSessionNonceBytes) == 0) {
         bump(lj.counters.joins_rechallenged);
       } else {
@@ -661,7 +664,7 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   jp.reply = proto::ReplyAddress{rx.ip.src, rx.udp.src_port};
   // A confirm taken is answered with its own challenge (an epoch start changed the epoch it was made in);
   // everything else with the challenge of now.
-  jp.server_nonce = confirmed ? rx.join.server_nonce : challenge_for(rx, plan, lj);
+  jp.server_nonce = confirmed ? rx.join.server_nonce : challenge;
   jp.options = confirmed ? proto::session_option::confirmed : uint8_t{0};
   if (plan.cfg.sessions) {
     jp.options |= static_cast<uint8_t>(proto::session_option::session |
@@ -682,11 +685,7 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   send_joined(rx, plan, lj, a, jp);
 }
 
-proto::SessionNonce Lcore::challenge_for(const Rx& rx, const JobPlan& plan, const LcoreJob& lj) const noexcept {
-  return challenge_in(rx, plan, lj.epoch);
-}
-
-proto::SessionNonce Lcore::challenge_in(const Rx& rx, const JobPlan& plan, uint16_t epoch) const noexcept {
+proto::SessionNonce Lcore::challenge_for(const Rx& rx, const JobPlan& plan, uint16_t epoch) const noexcept {
   proto::ChallengeContext c;
   c.job_id = plan.cfg.id;
   c.lcore_index = r_.index;

@@ -141,18 +141,14 @@ AuthKey fwd_payload_key(const AuthKey& job_key) noexcept {
 
 void seal_fwd(const AuthKey& job_key, const AuthKey& payload_key, std::span<std::byte, kHeaderBytes> wire,
               std::span<const std::byte> payload) noexcept {
-  const uint64_t mac = siphash24(payload_key, payload);
-  store_be<uint32_t>(wire.data() + kCrcOffset, static_cast<uint32_t>(mac >> 32));
-  store_be<uint32_t>(wire.data() + kAuxOffset, static_cast<uint32_t>(mac));
+  store_header_mac(wire, siphash24(payload_key, payload));
   sign_header(job_key, wire);
 }
 
 bool verify_fwd(const AuthKey& job_key, const AuthKey& payload_key, std::span<const std::byte, kHeaderBytes> wire,
                 std::span<const std::byte> payload) noexcept {
   if (!verify_header(job_key, wire)) return false;
-  const uint64_t carried = (static_cast<uint64_t>(load_be<uint32_t>(wire.data() + kCrcOffset)) << 32) |
-                           load_be<uint32_t>(wire.data() + kAuxOffset);
-  return carried == siphash24(payload_key, payload);
+  return load_header_mac(wire) == siphash24(payload_key, payload);
 }
 
 uint32_t crc32c(std::span<const std::byte> data, std::span<const std::byte> more) noexcept {

@@ -147,4 +147,13 @@ Expected<size_t, BuildError> build_message(Header h, std::span<const std::byte> 
   return kHeaderBytes + payload.size();
 }
 
+void store_header_mac(std::span<std::byte, kHeaderBytes> wire, uint64_t mac) noexcept {
+  store_be<uint32_t>(wire.data() + kCrcOffset, static_cast<uint32_t>(mac >> 32));
+  store_be<uint32_t>(wire.data() + kAuxOffset, static_cast<uint32_t>(mac));
+}
+
+uint64_t load_header_mac(std::span<const std::byte, kHeaderBytes> wire) noexcept {
+  return uint64_t{load_be<uint32_t>(wire.data() + kCrcOffset)} << 32 | load_be<uint32_t>(wire.data() + kAuxOffset);
+}
+
 }  // namespace phub::proto

@@ -6,20 +6,9 @@
 #include <algorithm>
 
 #include "phub/base/bytes.hpp"
+#include "phub/proto/session_tag.hpp"
 
 namespace phub::proto {
-namespace {
-
-uint64_t link_mac(const AuthKey& link_key, uint64_t seq, std::span<const std::byte> payload) noexcept {
-  std::byte number[8];
-  store_be<uint64_t>(number, seq);
-  SipHasher h(link_key);
-  h.update(number);
-  h.update(payload);
-  return h.finish();
-}
-
-}  // namespace
 
 AuthKey hub_link_key(const AuthKey& payload_key, const HubLinkContext& c) noexcept {
   static constexpr char kLabel[] = "phub hub link v1";
@@ -44,9 +33,8 @@ AuthKey hub_link_key(const AuthKey& payload_key, const HubLinkContext& c) noexce
 
 void seal_link_forward(const AuthKey& job_key, const AuthKey& link_key, uint64_t seq,
                        std::span<std::byte, kHeaderBytes> wire, std::span<const std::byte> payload) noexcept {
-  const uint64_t mac = link_mac(link_key, seq, payload);
-  store_be<uint32_t>(wire.data() + kCrcOffset, static_cast<uint32_t>(mac >> 32));
-  store_be<uint32_t>(wire.data() + kAuxOffset, static_cast<uint32_t>(mac));
+  // The MAC of a numbered payload is the session packets' (session_tag.hpp), under the link's key.
+  store_header_mac(wire, session_payload_mac(link_key, seq, payload));
   sign_header(job_key, wire);
 }
 
@@ -54,8 +42,7 @@ LinkVerdict open_link_forward(const AuthKey& job_key, const AuthKey& link_key, R
                               std::span<const std::byte, kHeaderBytes> wire, std::span<const std::byte> payload) noexcept {
   const uint64_t seq = window.infer(load_be<uint32_t>(wire.data() + kSeqOffset));
   if (!verify_header(job_key, wire)) return LinkVerdict::bad_mac;
-  const uint64_t mac = uint64_t{load_be<uint32_t>(wire.data() + kCrcOffset)} << 32 | load_be<uint32_t>(wire.data() + kAuxOffset);
-  if (mac != link_mac(link_key, seq, payload)) return LinkVerdict::bad_mac;
+  if (load_header_mac(wire) != session_payload_mac(link_key, seq, payload)) return LinkVerdict::bad_mac;
   return window.commit(seq) == Replay::fresh ? LinkVerdict::ok : LinkVerdict::replayed;
 }
 

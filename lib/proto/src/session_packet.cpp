@@ -19,9 +19,7 @@ SessionVerdict examine(const SessionDirection& d, const ReplayWindow& window, st
   if (!verify_session(d.tag, wire, reply, seq)) return SessionVerdict::bad_tag;
   const bool has_mac = (load_be<uint16_t>(wire.data() + kFlagsOffset) & flag::mac) != 0;
   if (!has_mac) return require_mac ? SessionVerdict::mac_missing : SessionVerdict::ok;
-  const uint64_t mac = (uint64_t{load_be<uint32_t>(wire.data() + kCrcOffset)} << 32) |
-                       load_be<uint32_t>(wire.data() + kAuxOffset);
-  return mac == session_payload_mac(d.mac, seq, msg.subspan(kHeaderBytes)) ? SessionVerdict::ok
+  return load_header_mac(wire) == session_payload_mac(d.mac, seq, msg.subspan(kHeaderBytes)) ? SessionVerdict::ok
                                                                           : SessionVerdict::bad_mac;
 }
 
@@ -46,9 +44,7 @@ void seal_session_header(const SessionDirection& d, std::span<std::byte, kHeader
     store_be<uint16_t>(wire.data() + kFlagsOffset, static_cast<uint16_t>(flags & ~flag::mac));
   } else {
     store_be<uint16_t>(wire.data() + kFlagsOffset, static_cast<uint16_t>((flags & ~flag::crc) | flag::mac));
-    const uint64_t m = session_payload_mac(d.mac, seq, payload, tail);
-    store_be<uint32_t>(wire.data() + kCrcOffset, static_cast<uint32_t>(m >> 32));
-    store_be<uint32_t>(wire.data() + kAuxOffset, static_cast<uint32_t>(m));
+    store_header_mac(wire, session_payload_mac(d.mac, seq, payload, tail));
   }
   seal_session(d.tag, wire, reply, seq);
 }

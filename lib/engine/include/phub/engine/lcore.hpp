@@ -149,10 +149,8 @@ class Lcore {
   // (an epoch_mismatch answer at most). True when it opened under current (rx.session); otherwise counted,
   // and answered only as said.
   bool open_session(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept;
-  // The challenge this lcore sends the join in rx for the job's current epoch (proto::join_challenge).
-  [[nodiscard]] proto::SessionNonce challenge_for(const Rx& rx, const JobPlan& plan, const LcoreJob& lj) const noexcept;
-  // The challenge this lcore sends rx's source for its join in `epoch` (challenge_for: the current epoch).
-  [[nodiscard]] proto::SessionNonce challenge_in(const Rx& rx, const JobPlan& plan, uint16_t epoch) const noexcept;
+  // The challenge this lcore sends the join in rx when the job's epoch is `epoch` (proto::join_challenge).
+  [[nodiscard]] proto::SessionNonce challenge_for(const Rx& rx, const JobPlan& plan, uint16_t epoch) const noexcept;
   // A confirming join of the rank's holder, its challenge checked: the rank's session (sessions jobs) or
   // address becomes the confirm's. A resend of the confirm that did so changes nothing; an earlier confirm of
   // the same process (its seq) is refused: false, counted replayed.

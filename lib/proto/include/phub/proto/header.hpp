@@ -176,6 +176,11 @@ inline constexpr size_t kCrcOffset = 32;
 inline constexpr size_t kAuxOffset = 36;
 inline constexpr size_t kSeqOffset = 48;
 
+// A 64-bit keyed MAC carried in a header's crc32c (high half) and aux (low half) fields, big-endian: hub
+// forwards (auth.hpp seal_fwd, hub_link.hpp) and session packets with payload MACs (session_packet.hpp).
+void store_header_mac(std::span<std::byte, kHeaderBytes> wire, uint64_t mac) noexcept;
+[[nodiscard]] uint64_t load_header_mac(std::span<const std::byte, kHeaderBytes> wire) noexcept;
+
 // Parse and validate a phub header at the start of a UDP payload. Checks magic, version, opcode, dtype,
 // flags, reserved fields, payload_bytes against the real remaining length, elem_count against the payload
 // for data opcodes, and the CRC when the crc flag is set. Never reads past `udp_payload`.
