@@ -23,6 +23,10 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
     return;
   }
   auto h = proto::parse_header(bytes);
+  if (!h && h.error() == proto::ParseError::bad_crc) {  // changed on the way: a fault, or an attacker
+    ++st_.bad_checksum;
+    return;
+  }
   if (!h || h->job_id != opt_.job_id || h->rank != opt_.rank) {
     ++st_.malformed;
     return;
@@ -57,6 +61,12 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
   // Only what belongs to the epoch this client joined on that lcore.
   if (!plan_ || members_[o].state != Membership::State::joined || h->epoch != members_[o].epoch) {
     ++st_.stale;
+    return;
+  }
+  // Every result carries a checksum of its payload, or the session's payload MAC: one without either was
+  // not sent so by a server (docs/protocol.md, "Results").
+  if (h->opcode == proto::Opcode::result && (h->flags & (proto::flag::crc | proto::flag::mac)) == 0) {
+    ++st_.bad_checksum;
     return;
   }
   if (h->opcode == proto::Opcode::result && h->status != proto::Status::ok) {

@@ -6,6 +6,7 @@
 
 #include "phub/base/bytes.hpp"
 #include "phub/engine/lcore.hpp"
+#include "messages.hpp"
 #include "phub/proto/hparams.hpp"
 #include "rx_frame.hpp"
 
@@ -241,6 +242,7 @@ bool Lcore::send_copied(const JobPlan& plan, LcoreJob& lj, Peer& peer, proto::He
   std::memcpy(payload.data(), elems, elem_bytes);
   if ((h.flags & proto::flag::tail) != 0) store_be<uint64_t>(payload.data() + elem_bytes, tail);
   const std::span<const std::byte> bytes(payload.data(), h.payload_bytes);
+  checksum_result(h, bytes);
   h.seq = seq_++;
   rte_mbuf* m = rte_pktmbuf_alloc(r_.copy_pool);
   if (m == nullptr) {

@@ -139,6 +139,7 @@ bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, Lcore
   h.seq = seq_++;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
   const std::span<const std::byte> payload(c.out[buf] + off_bytes, h.payload_bytes);
+  checksum_result(h, payload);
   if (!write_message(hdr, plan, lj, peer, h, &peer.current, payload)) {
     if (ext != nullptr) rte_pktmbuf_free(ext);
     return false;
@@ -244,14 +245,15 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     }
     ResultBuf* b = LcoreJob::buf(c, c.cur);
     rte_mbuf_ext_refcnt_update(&b->shinfo, 1);  // the payload mbuf's reference
-    const proto::Header h = result_header(plan, c, c.cur, c.round, seg, 0, lj.epoch);
+    proto::Header h = result_header(plan, c, c.cur, c.round, seg, 0, lj.epoch);
     attach_result(payload, b, static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype), h.payload_bytes);
     rte_mbuf_refcnt_set(payload, n);
-    // One header for all ranks (rank and seq change).
-    std::array<std::byte, proto::kHeaderBytes> wire;
-    proto::write_header(h, wire);
     const std::span<const std::byte> bytes(c.out[c.cur] + static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype),
                                            h.payload_bytes);
+    // One header for all ranks (rank and seq change), with one checksum of the shared payload.
+    checksum_result(h, bytes);
+    std::array<std::byte, proto::kHeaderBytes> wire;
+    proto::write_header(h, wire);
     for (uint16_t i = 0; i < n; ++i) {
       Peer& peer = lj.peer(ranks[i]);
       std::byte* p = write_l234(hdrs[i], plan, lj, peer, proto::kHeaderBytes + h.payload_bytes);

@@ -14,6 +14,9 @@ verified by the workers. Phases, one server for the first four, restarted in the
                  (udp_checksum "verify") drops them as udp_checksum_bad, the ranks resend, nothing wrong
   corrupt-crc-2% the same bytes written at @ih, for which nft updates the UDP checksum (so the server would sum
                  them), to ranks that send the payload's CRC32C (--crc): the server drops them as bad_crc
+  corrupt-back-2% the way back: the same write at @ih on 2 % of the server's UDP frames to both ranks of job
+                 "back" (results of 352 elements). The server's CRC32C on every result (docs/protocol.md,
+                 "Results") makes each rank drop them (bad_checksum) and ask again: nothing wrong
   worker-kill    rank 1 of job "victim" SIGKILLed mid-run and started again at once: it waits (its rank is
                  held by the dead process), the surviving rank 0 fails with the clear error round_stalled at
                  its deadline, the test starts rank 0 again, which restarts the job in a new epoch; the
@@ -57,7 +60,8 @@ JOBS = [phubnet.job(1, "loss", 2, KEYS, 44100), phubnet.job(2, "victim", 2, KEYS
         phubnet.job(3, "steady", 2, KEYS, 44300), phubnet.job(4, "lag", 2, KEYS, 44400),
         phubnet.job(5, "flap", 2, KEYS, 44500), phubnet.job(6, "again", 2, KEYS, 44600),
         phubnet.job(7, "dup", 2, KEYS, 44700), phubnet.job(8, "reorder", 2, KEYS, 44800),
-        phubnet.job(9, "corrupt", 2, KEYS, 44900), phubnet.job(20, "crc", 2, KEYS, 46000)]
+        phubnet.job(9, "corrupt", 2, KEYS, 44900), phubnet.job(20, "crc", 2, KEYS, 46000),
+        phubnet.job(21, "back", 2, KEYS, 46100)]
 SETTINGS = dict(control=dict(metrics_interval_ms=METRICS_MS))
 NFT_TABLE = "phubfault"
 DELAY = ["--delay-us", "100", "--reorder", "0.05", "--reorder-extra-us", "1500"]
@@ -386,6 +390,32 @@ def phase_corrupt_crc(check, mx, net, sampler):
             lambda s: ("bad_crc", s["malformed"]["bad_crc"]), ["--crc"])
 
 
+def phase_corrupt_back(check, mx, net, sampler):
+    """The way back: 4 bytes of result payload overwritten at @ih (nft fixes any UDP checksum, so only the
+    result's CRC32C can tell) in 2 % of the server's frames to the ranks of job "back". Each rank must drop
+    every one it receives (bad_checksum), ask again, and verify every element; the server sees nothing."""
+    before = server_memory(net)
+    br = net.prefix + "-br"
+    rules = ("table bridge %s {\n chain corrupt { type filter hook forward priority 0; iifname \"sv\" "
+             "oifname { \"w0\", \"w1\" } meta l4proto udp numgen random mod 1000 < 20 @ih,%d,32 set 0x5a5a5a5a "
+             "counter; }\n}\n" % (NFT_TABLE, CORRUPT_OFFSET_BITS - 64))
+    try:
+        phubnet.nft_apply(br, rules)
+        res = finish(start(net, "back", [0, 1], ["--seconds", "2.5", "--timeout-ms", "20000"]))
+        mangled = nft_dropped(br)
+    finally:
+        nft_clear(br)
+    bad = sum_field(res, "bad_checksum")
+    ok, detail = livenet.workers_ok(res)
+    # A frame the rank's kernel dropped (a full socket buffer) never reaches its checksum check.
+    check("corrupt-back-2%%: %d result frames corrupted on the way back, %d dropped by the ranks as bad_checksum; "
+          "every element verified" % (mangled, bad), ok and mangled > 0 and 0 < bad <= mangled, detail)
+    mx.line("corrupt-back-2%", rounds_of(res), wrong_of(res), len(errors_of(res)), None,
+            "%d frames corrupted, %d counted bad_checksum by the ranks; %d resends" % (
+                mangled, bad, sum_field(res, "retransmits", "fast_retransmits")))
+    leak_check(check, net, "corrupt-back-2%", before)
+
+
 def warm_up(check, net):
     """Every job (but `again`, which the server-restart phase uses first) carries 30 rounds once, all at the
     same time, so that the idle baseline has every job's pages touched."""
@@ -537,7 +567,8 @@ def main():
         baseline = idle_state(net, 1.0)
         sampler = Sampler(net, METRICS_MS)
         try:
-            phases = [phase_loss, phase_dup, phase_reorder, phase_corrupt, phase_corrupt_crc, phase_kill,
+            phases = [phase_loss, phase_dup, phase_reorder, phase_corrupt, phase_corrupt_crc,
+                      phase_corrupt_back, phase_kill,
                       phase_straggler, phase_flap, "leaks", phase_server_restart]
             if a.only:
                 phases = [p for p in phases if p == "leaks" or p.__name__[6:] in a.only.split(",")]

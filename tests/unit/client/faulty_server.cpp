@@ -114,6 +114,8 @@ void FaultyServer::send(int fd, const sockaddr_in& to, proto::Header h, const st
   h.seq = seq_++;
   auto span = payload != nullptr ? std::span(reinterpret_cast<const std::byte*>(payload->data() + off), n * 4)
                                  : std::span<const std::byte>();
+  // As the real server: every result carries its payload's CRC32C (which the header's tag covers).
+  if (h.opcode == proto::Opcode::result && !o_.unprotected_results) h.flags |= proto::flag::crc;
   auto len = proto::build_message(h, span, out);
   if (!len) return;
   out.resize(*len);
@@ -131,11 +133,45 @@ void FaultyServer::send(int fd, const sockaddr_in& to, proto::Header h, const st
   emit(fd, to, h.opcode, h.rank, std::move(out));
 }
 
+// CRC32C is affine in its input: crc(p ^ d) = crc(p) ^ L(d) for a linear L. Of the 40 single-bit changes of
+// the payload's first 5 bytes, some nonzero sum has L = 0 (40 vectors in a 32-bit space), found by Gaussian
+// elimination over GF(2); applying it changes the payload and leaves its CRC32C as it was.
+void FaultyServer::alter_keeping_crc(std::span<std::byte> payload) {
+  constexpr int kBits = 40;
+  if (payload.size() < kBits / 8) return;
+  const uint32_t base = proto::crc32c(payload);
+  std::array<std::pair<uint32_t, uint64_t>, 32> pivot{};  // by leading bit: (L value, which bits summed)
+  for (int i = 0; i < kBits; ++i) {
+    payload[static_cast<size_t>(i / 8)] ^= std::byte{static_cast<uint8_t>(1u << (i % 8))};
+    uint32_t v = proto::crc32c(payload) ^ base;
+    payload[static_cast<size_t>(i / 8)] ^= std::byte{static_cast<uint8_t>(1u << (i % 8))};
+    uint64_t mask = uint64_t{1} << i;
+    for (int b = 31; b >= 0 && v != 0; --b) {
+      if ((v >> b & 1u) == 0) continue;
+      if (pivot[static_cast<size_t>(b)].second == 0) {
+        pivot[static_cast<size_t>(b)] = {v, mask};
+        v = 0;
+        mask = 0;
+        break;
+      }
+      v ^= pivot[static_cast<size_t>(b)].first;
+      mask ^= pivot[static_cast<size_t>(b)].second;
+    }
+    if (mask == 0) continue;  // became a pivot
+    for (int k = 0; k < kBits; ++k) {  // v == 0: these bits together leave the CRC as it is
+      if ((mask >> k & 1u) != 0) payload[static_cast<size_t>(k / 8)] ^= std::byte{static_cast<uint8_t>(1u << (k % 8))};
+    }
+    return;
+  }
+}
+
 void FaultyServer::emit(int fd, const sockaddr_in& to, proto::Opcode op, uint16_t rank, std::vector<std::byte> out) {
   const bool result = op == proto::Opcode::result;
   const bool error = op == proto::Opcode::error;
   if (result && o_.corrupt_every != 0 && ++results_sent_ % o_.corrupt_every == 0 && out.size() > proto::kHeaderBytes) {
-    out[proto::kHeaderBytes] ^= std::byte{0x01};  // after sealing: on the way, as an attacker would
+    // After sealing: on the way, as an attacker would.
+    if (o_.corrupt_keeps_crc) alter_keeping_crc(std::span(out).subspan(proto::kHeaderBytes));
+    else out[proto::kHeaderBytes] ^= std::byte{0x01};
     ++corrupted_;
   }
   if (result && o_.silent_after_results != 0 && ++results_counted_ == o_.silent_after_results) {

@@ -11,10 +11,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,6 +77,9 @@ struct FaultyServerOptions {
   // tagged under the job key, and sealed under keys of another server nonce. Either would fail the op.
   bool forge_errors = false;
   uint32_t corrupt_every = 0;               // alter the payload of every n-th result after sealing (0: none)
+  bool corrupt_keeps_crc = false;           // ... in 5 bytes chosen so that its CRC32C stays the same (an
+                                            // attacker who knows CRCs are linear)
+  bool unprotected_results = false;         // send results without the crc flag (no checksum)
   uint32_t silent_after_results = 0;        // once this many results went out, act on nothing but joins ...
   uint32_t silent_ms = 300;                 // ... for this long (the clients join again after silence)
 };
@@ -110,6 +115,7 @@ class FaultyServer {
   [[nodiscard]] uint64_t sealed_while_pending() const noexcept { return sealed_while_pending_.load(); }
 
  private:
+  void alter_keeping_crc(std::span<std::byte> payload);
   struct Segment {
     uint32_t round = 0;
     uint64_t contributed = 0;  // bit per rank

@@ -40,6 +40,7 @@ void add(phub_stats& to, const phub_stats& s) {
   to.stalls_reported += s.stalls_reported;
   to.replayed += s.replayed;
   to.bad_mac += s.bad_mac;
+  to.bad_checksum += s.bad_checksum;
   to.sessions += s.sessions;
   to.rejoins += s.rejoins;
 }
@@ -233,36 +234,72 @@ TEST(ClientSessions, WithoutSessionsAnErrorUnderTheJobKeyEndsTheOperation) {
   EXPECT_NE(std::find(out.codes.begin(), out.codes.end(), PHUB_ERR_DRAINED), out.codes.end()) << out.message;
 }
 
-TEST(ClientSessions, AlteredPayloadsAreRefusedAndTheResultsResent) {
-  FaultyServerOptions o = session_job(true);
+// 4 rounds against a server that alters the payload of every 7th result after sealing it (keeping its
+// CRC32C as it was with keep_crc); `corrupted` gets how many it altered.
+Outcome run_altering(FaultyServerOptions o, bool keep_crc, uint64_t* corrupted) {
   o.corrupt_every = 7;
-  uint64_t corrupted = 0;
-  Outcome out;
-  {
-    FaultyServer server(o);
-    out = run(server, o, 4);
-    corrupted = server.results_corrupted();
-  }
-  // The client takes no altered element: it waits for the segment as for a lost one and pushes again, and
-  // the server's answer to the resend (a new packet, a new MAC) completes the operation.
+  o.corrupt_keeps_crc = keep_crc;
+  FaultyServer server(o);
+  Outcome out = run(server, o, 4);
+  *corrupted = server.results_corrupted();
+  return out;
+}
+
+// The client takes no altered element: it waits for the segment as for a lost one and pushes again, and the
+// server's answer to the resend (a new packet) completes the operation. Every altered result that arrived
+// was refused (`refused`); a few (answers to the last resends) may find the client closed already.
+void expect_altered_refused(const Outcome& out, uint64_t corrupted, uint64_t refused) {
   EXPECT_EQ(out.first_error, PHUB_OK) << out.message;
   EXPECT_EQ(out.bad_elems, 0u);
   ASSERT_GT(corrupted, 0u);
-  // Every altered result that arrived was refused; a few (answers to the last resends) may find the client
-  // closed already.
-  EXPECT_GT(out.stats.bad_mac, 0u);
-  EXPECT_LE(out.stats.bad_mac, corrupted);
+  EXPECT_GT(refused, 0u);
+  EXPECT_LE(refused, corrupted);
   EXPECT_GT(out.stats.retransmits, 0u);
 }
 
-TEST(ClientSessions, WithoutPayloadMacsAnAlteredPayloadIsTaken) {
+TEST(ClientSessions, AlteredPayloadsAreRefusedAndTheResultsResent) {
+  uint64_t corrupted = 0;
+  const Outcome out = run_altering(session_job(true), false, &corrupted);
+  expect_altered_refused(out, corrupted, out.stats.bad_mac);
+}
+
+// Without payload MACs every result still carries its CRC32C, which the header's tag covers: a payload
+// changed on the way (a faulty link, or an attacker) is refused and asked again, with and without sessions.
+TEST(ClientSessions, WithoutPayloadMacsTheChecksumRefusesAnAlteredPayload) {
+  for (bool sessions : {true, false}) {
+    SCOPED_TRACE(sessions ? "sessions" : "job key");
+    FaultyServerOptions o = session_job(false);
+    o.sessions = sessions;
+    uint64_t corrupted = 0;
+    const Outcome out = run_altering(o, false, &corrupted);
+    expect_altered_refused(out, corrupted, out.stats.bad_checksum);
+    EXPECT_EQ(out.stats.bad_mac, 0u);
+  }
+}
+
+// What the checksum is not: an attacker who changes the payload so that its CRC32C stays the same (CRCs are
+// linear) gets the change taken. The payload MAC is the defence (docs/security.md, "Results").
+TEST(ClientSessions, WithoutPayloadMacsAChangeThatKeepsTheCrcIsTaken) {
+  uint64_t corrupted = 0;
+  const Outcome taken = run_altering(session_job(false), true, &corrupted);
+  EXPECT_EQ(taken.first_error, PHUB_OK) << taken.message;
+  EXPECT_EQ(taken.stats.bad_checksum, 0u);
+  EXPECT_GT(taken.bad_elems, 0u);
+  const Outcome refused = run_altering(session_job(true), true, &corrupted);
+  expect_altered_refused(refused, corrupted, refused.stats.bad_mac);
+}
+
+// A result without any checksum was not sent by a phub server: refused, counted, and the operation does not
+// complete on it (the deadline ends it).
+TEST(ClientSessions, AResultWithoutAChecksumIsRefused) {
   FaultyServerOptions o = session_job(false);
-  o.corrupt_every = 7;
+  o.sessions = false;
+  o.unprotected_results = true;
   FaultyServer server(o);
-  const Outcome out = run(server, o, 4);
-  EXPECT_EQ(out.first_error, PHUB_OK) << out.message;
-  EXPECT_GT(out.bad_elems, 0u);  // the header tag covers the header only
-  EXPECT_EQ(out.stats.bad_mac, 0u);
+  const Outcome out = run(server, o, 1);
+  EXPECT_NE(out.first_error, PHUB_OK);
+  EXPECT_EQ(out.bad_elems, 0u);
+  EXPECT_GT(out.stats.bad_checksum, 0u);
 }
 
 TEST(ClientSessions, AJoinAfterSilenceMakesANewSessionAndTheRoundsGoOn) {

@@ -66,7 +66,7 @@ class Stats(ctypes.Structure):
         ("gso", ctypes.c_uint8), ("gro", ctypes.c_uint8), ("reorder_window_us", ctypes.c_uint32),
         ("needless_resends", ctypes.c_uint64), ("epoch", ctypes.c_uint32), ("resumes", ctypes.c_uint32),
         ("rejoins", ctypes.c_uint32), ("replayed", ctypes.c_uint64), ("bad_mac", ctypes.c_uint64),
-        ("sessions", ctypes.c_uint32)]
+        ("sessions", ctypes.c_uint32), ("bad_checksum", ctypes.c_uint64)]
 
 
 class Hparams(ctypes.Structure):
