@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
                                      },
                                      // A drain may outlast WatchdogSec (timeouts.drain_ms): the pings go on.
                                      [&] { notifier.watchdog(std::chrono::steady_clock::now()); });
+    // A checkpoint of a large state waits for its copy and writes for seconds on this thread: the pings go on.
+    (*engine)->set_heartbeat([&] { notifier.watchdog(std::chrono::steady_clock::now()); });
     auto socket = phub::ctl::ControlServer::open(cfg->control.socket_path, control);
     if (!socket) return fail("control.socket_path: " + socket.error());
     say("control socket: " + (*socket)->path());
@@ -169,6 +171,7 @@ int main(int argc, char** argv) {
           g_signal.load() != 0 ? std::string("stopping on ") + strsignal(g_signal.load()) : "stopping: duration over";
       notifier.stopping(stopping);
       say(stopping);
+      (*engine)->set_heartbeat({});  // the notifier goes before the engine
       (*engine)->stop();
       say(stats.next());
       std::fputs((*engine)->format_counters().c_str(), stdout);

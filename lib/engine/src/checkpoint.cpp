@@ -4,8 +4,10 @@
 #include <rte_cycles.h>
 
 #include <algorithm>
+#include <functional>
 #include <thread>
 
+#include "phub/agg/nonfinite.hpp"
 #include "phub/engine/checkpoint_id.hpp"
 #include "phub/engine/engine.hpp"
 
@@ -16,6 +18,11 @@ constexpr int kCaptureAttempts = 4;
 // checkpoint_due() runs on the control loop, which must keep answering (and pinging systemd's watchdog):
 // a scheduled checkpoint waits at most this long for a round boundary, and is tried again later.
 constexpr auto kScheduledBoundaryWait = std::chrono::seconds(1);
+// The capture may take, beyond the wait for a round boundary, the time its copy needs at this rate: the
+// background copies 16 KiB per job and loop iteration besides the copies on write, measured at 200-320 MB/s
+// for 1.2 GB on this 2-CPU box under load (docs/persistence.md); a quarter of the slowest, so that a loaded
+// server still makes it, while a capture that cannot finish (workers gone mid-round) still ends.
+constexpr double kCopyFloorBytesPerS = 50e6;
 // The epoch a restored job starts in is the checkpoint's plus this (see restore_checkpoints).
 constexpr uint16_t kRestoredEpochStep = 0x8001;
 // A hierarchical ps job's weights and optimizer state are spread over its chunks' home hubs (docs/hierarchy.md).
@@ -28,7 +35,7 @@ uint64_t ns_between(std::chrono::steady_clock::time_point a, std::chrono::steady
 }
 
 // Where each chunk of this server's shard goes in the checkpoint's arrays: chunk id order.
-void lay_out(const JobPlan& plan, CheckpointCapture& cap) {
+void lay_out(const JobPlan& plan, CheckpointCapture& cap, const std::function<void()>& heartbeat = {}) {
   cap.offset.assign(plan.lcores, {});
   cap.steps.assign(plan.lcores, {});
   for (uint16_t l = 0; l < plan.lcores; ++l) {
@@ -43,10 +50,26 @@ void lay_out(const JobPlan& plan, CheckpointCapture& cap) {
     elems += ci.elems;
     ++cap.chunks;
   }
-  cap.arrays.assign(state_arrays(plan.math.optimizer), std::vector<float>(elems));
+  // Reserved (no page touched), then grown and zeroed by 4 Mi elements with the heartbeat between: a
+  // gigabyte's first touch takes a while.
+  constexpr uint64_t kSlice = uint64_t{1} << 22;
+  cap.arrays.assign(state_arrays(plan.math.optimizer), {});
+  for (auto& a : cap.arrays) {
+    a.reserve(elems);
+    for (uint64_t at = 0; at < elems; at += kSlice) {
+      a.resize(std::min(elems, at + kSlice));
+      if (heartbeat) heartbeat();
+    }
+  }
 }
 
 uint64_t shard_elems(const CheckpointCapture& cap) { return cap.arrays.empty() ? 0 : cap.arrays[0].size(); }
+
+uint64_t capture_bytes(const CheckpointCapture& cap) { return shard_elems(cap) * sizeof(float) * cap.arrays.size(); }
+
+std::chrono::milliseconds copy_allowance(uint64_t bytes) {
+  return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(bytes) / kCopyFloorBytesPerS * 1e3));
+}
 
 // Rounds start again at 0 in every epoch, and a restore takes the highest round: after writing round
 // `round`, the files of this job shard with a higher round are of an earlier epoch, older than the one
@@ -68,7 +91,36 @@ size_t remove_later_rounds(const std::filesystem::path& dir, const persist::Chec
   return removed;
 }
 
+// Whether the captured state holds NaN or Inf anywhere (weights or optimizer state), looked at in slices
+// of 4 Mi elements with the heartbeat between.
+bool holds_nonfinite(const CheckpointCapture& cap, const std::function<void()>& heartbeat) {
+  constexpr size_t kSlice = size_t{1} << 22;
+  for (const auto& a : cap.arrays) {
+    for (size_t at = 0; at < a.size(); at += kSlice) {
+      if (agg::any_nonfinite(a.data() + at, std::min(kSlice, a.size() - at))) return true;
+      if (heartbeat) heartbeat();
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+std::optional<std::string> Engine::supersede_if_fresh(size_t job_index) {
+  const JobPlan& plan = *current_->jobs[job_index];
+  if (!plan.math.ps || !plan.cfg.checkpoint.enabled() || hierarchical(plan.math)) return std::nullopt;
+  LcoreJob& first = *current_->runtimes[job_index]->lcores[0];
+  const uint32_t starts = __atomic_load_n(&first.fresh_weights_starts, __ATOMIC_ACQUIRE);
+  auto& seen = fresh_seen_[plan.cfg.id];
+  const uint32_t before = seen.first == &first ? seen.second : 0;  // a new runtime counts from 0
+  seen = {&first, starts};
+  if (starts == before) return std::nullopt;
+  const size_t moved = persist::supersede_checkpoints(plan.cfg.checkpoint.dir, checkpoint_id(plan));
+  for (size_t i = 0; i < moved; ++i) bump(first.counters.checkpoints_superseded);
+  return job_label(plan.cfg) + ": a run with fresh weights started: " + std::to_string(moved) +
+         " checkpoint file(s) of the earlier run set aside as *.superseded in " + plan.cfg.checkpoint.dir +
+         " (no restore takes them)";
+}
 
 Expected<void, std::string> Engine::capture_once(size_t job_index, CheckpointCapture& cap,
                                                  std::chrono::steady_clock::time_point deadline, bool& retry) {
@@ -103,6 +155,7 @@ Expected<void, std::string> Engine::capture_once(size_t job_index, CheckpointCap
     if (!running_) {
       for (auto& l : lcores_) l->serve_requests_stopped(*current_);
     }
+    if (heartbeat_) heartbeat_();
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   // Whatever happened, no lcore may hold the capture past here.
@@ -113,6 +166,12 @@ Expected<void, std::string> Engine::capture_once(size_t job_index, CheckpointCap
   if (cap.failed.load()) {
     retry = true;
     return unexpected("the chunks moved past round " + std::to_string(cap.round) + " or a new epoch started");
+  }
+  const uint32_t copied = cap.copied.load(std::memory_order_acquire);
+  if (copied != 0) {
+    return unexpected("copied " + std::to_string(copied) + " of " + std::to_string(cap.chunks) +
+                      " chunks in time (round " + std::to_string(cap.round + 1) +
+                      " not complete on the others: are the workers running?)");
   }
   return unexpected("no round boundary in time (round " + std::to_string(cap.round + 1) +
                     " not complete: are the workers running?)");
@@ -130,16 +189,19 @@ Expected<CheckpointWritten, std::string> Engine::checkpoint(std::string_view job
     return unexpected(who + " has no checkpoint directory (set checkpoints.dir or the job's checkpoint.dir)");
   }
   LcoreJob& first = *current_->runtimes[static_cast<size_t>(j)]->lcores[0];
+  (void)supersede_if_fresh(static_cast<size_t>(j));  // before the write: the new run's file must stay
   auto fail = [&](const std::string& why) -> Expected<CheckpointWritten, std::string> {
     bump(first.counters.checkpoints_failed);  // the control thread is this field's one writer
     return unexpected(who + ": checkpoint failed: " + why);
   };
   const auto t0 = std::chrono::steady_clock::now();
+  if (heartbeat_) heartbeat_();
   CheckpointCapture cap;
-  lay_out(plan, cap);
+  lay_out(plan, cap, heartbeat_);
   Expected<void, std::string> got = unexpected(std::string());
   bool retry = true;
-  const auto deadline = t0 + boundary_wait;
+  // The wait for the boundary, plus what copying this much state may take (a state of any size).
+  const auto deadline = t0 + boundary_wait + copy_allowance(capture_bytes(cap));
   for (int attempt = 0; attempt < kCaptureAttempts && retry; ++attempt) {
     got = capture_once(static_cast<size_t>(j), cap, deadline, retry);
   }
@@ -152,10 +214,16 @@ Expected<CheckpointWritten, std::string> Engine::checkpoint(std::string_view job
       if (s != step) return fail("the chunks' optimizer steps differ (" + std::to_string(s) + " and " + std::to_string(step) + ")");
     }
   }
+  if (holds_nonfinite(cap, heartbeat_)) {
+    bump(first.counters.checkpoints_nonfinite);
+    return fail("the state after round " + std::to_string(cap.round) +
+                " holds NaN or Inf (an optimizer step overflowed?): not written, the earlier files are kept");
+  }
   persist::CheckpointMeta meta{checkpoint_id(plan), cap.round, cap.epoch, shard_elems(cap), step};
   std::vector<std::span<const float>> spans(cap.arrays.begin(), cap.arrays.end());
-  auto file = persist::write_checkpoint(plan.cfg.checkpoint.dir, meta, spans);
+  auto file = persist::write_checkpoint(plan.cfg.checkpoint.dir, meta, spans, checkpoint_key(plan), heartbeat_);
   if (!file) return fail(file.error());
+  if (heartbeat_) heartbeat_();
   const auto t2 = std::chrono::steady_clock::now();
 
   CheckpointWritten w;
@@ -163,7 +231,7 @@ Expected<CheckpointWritten, std::string> Engine::checkpoint(std::string_view job
   w.round = cap.round;
   w.epoch = cap.epoch;
   w.step = step;
-  w.state_bytes = shard_elems(cap) * sizeof(float) * cap.arrays.size();
+  w.state_bytes = capture_bytes(cap);
   std::error_code ec;
   w.file_bytes = std::filesystem::file_size(*file, ec);
   w.copy_ns = ns_between(t0, t1);
@@ -179,6 +247,7 @@ std::vector<std::string> Engine::checkpoint_due() {
   std::vector<std::string> lines;
   const auto now = std::chrono::steady_clock::now();
   for (size_t j = 0; j < current_->jobs.size(); ++j) {
+    if (auto line = supersede_if_fresh(j)) lines.push_back(*line);
     const JobPlan& plan = *current_->jobs[j];
     const config::Checkpoints& k = plan.cfg.checkpoint;
     if (!plan.math.ps || !k.enabled() || (k.every_rounds == 0 && k.every_s == 0)) continue;
@@ -235,7 +304,7 @@ Expected<void, std::string> Engine::restore_checkpoints() {
     lay_out(plan, shape);
     // A file is refused by its header (job, shard, config, the state's shape) before it is inflated.
     const persist::Expectation expect{checkpoint_id(plan), static_cast<uint32_t>(shape.arrays.size()), shard_elems(shape)};
-    persist::Restored r = persist::restore_newest(k.dir, expect);
+    persist::Restored r = persist::restore_newest(k.dir, expect, checkpoint_key(plan));
     for (const auto& skipped : r.skipped) restore_lines_.push_back(who + ": checkpoint skipped: " + skipped);
     if (!r.checkpoint) {
       restore_lines_.push_back(who + ": no valid checkpoint in " + k.dir + ": starting without state");

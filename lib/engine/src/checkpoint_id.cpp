@@ -55,4 +55,6 @@ persist::CheckpointId checkpoint_id(const JobPlan& plan) {
                                checkpoint_fingerprint(plan)};
 }
 
+persist::CheckpointKey checkpoint_key(const JobPlan& plan) { return persist::checkpoint_key(plan.cfg.secret, plan.cfg.id); }
+
 }  // namespace phub::engine

@@ -68,6 +68,9 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
   p.answer_bytes_per_lcore_s = job.answer_bytes_per_s == 0 ? 0 : (job.answer_bytes_per_s + lcores - 1) / lcores;
   p.first_owner = static_cast<uint16_t>(job.shard_index * lcores);
   p.memory = estimate_job_memory(m, p.layout, p.first_owner, lcores);
+  // A checkpoint copies the weights and moments of the shard once more (docs/persistence.md). (A ps job
+  // spread over racks is never checkpointed: plan_hierarchy takes this back.)
+  if (m.ps && job.checkpoint.enabled()) p.memory.checkpoint_copy = p.memory.optimizer;
   if (auto q = check_quota(p); !q) return unexpected(q.error());
   return p;
 }

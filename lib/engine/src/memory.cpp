@@ -56,7 +56,7 @@ JobMemory estimate_job_memory(const JobMath& m, const proto::Layout& layout, uin
 std::string JobMemory::describe() const {
   return mib(total()) + " (accumulators " + mib(accumulators) + ", optimizer state " + mib(optimizer) +
          ", deterministic staging " + mib(staging) + ", result buffers " + mib(results) + ", bookkeeping " +
-         mib(bookkeeping) + ")";
+         mib(bookkeeping) + (checkpoint_copy != 0 ? ", checkpoint copy " + mib(checkpoint_copy) : std::string()) + ")";
 }
 
 }  // namespace phub::engine

@@ -854,6 +854,7 @@ void Lcore::start_epoch(const JobPlan& plan, LcoreJob& lj, uint16_t epoch, bool 
   __atomic_store_n(&lj.rounds_in_epoch, false, __ATOMIC_RELAXED);
   lj.epoch_first_round = 0;
   lj.fresh_weights_epoch = fresh_weights;
+  if (fresh_weights) __atomic_store_n(&lj.fresh_weights_starts, lj.fresh_weights_starts + 1, __ATOMIC_RELEASE);
   lj.forget_peers();
   if (hierarchical(plan.math)) hub_state_changed(lj);  // the other hubs take the epoch from here
   __atomic_store_n(&lj.epoch, epoch, __ATOMIC_RELAXED);

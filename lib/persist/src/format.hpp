@@ -14,13 +14,15 @@ namespace phub::persist::format {
 // Blocks, each: raw_len u32 | stored_len u32 | kind u32 (0 stored, 1 deflate) | crc32c of the raw bytes u32
 //   | stored_len bytes. Every block but the last holds block_raw_bytes raw bytes.
 // Trailer: magic "PHUBEND1" | blocks u32 | crc32c u32 over, for each block, its CRC and the CRC32C of its
-//   stored bytes (u32 each; version 2: deflate ignores the padding bits after a stream's end).
+//   stored bytes (u32 each; version 2: deflate ignores the padding bits after a stream's end) | mac u64:
+//   SipHash-2-4 under the job's checkpoint key of every byte of the file before it (version 3).
 inline constexpr std::array<char, 8> kMagic{'P', 'H', 'U', 'B', 'C', 'K', 'P', 'T'};
 inline constexpr std::array<char, 8> kTrailerMagic{'P', 'H', 'U', 'B', 'E', 'N', 'D', '1'};
-inline constexpr uint32_t kVersion = 2;  // 2 added the optimizer step
+inline constexpr uint32_t kVersion = 3;  // 2 added the optimizer step, 3 the file's MAC
 inline constexpr size_t kFixedHeaderBytes = 64;
 inline constexpr size_t kBlockHeaderBytes = 16;
-inline constexpr size_t kTrailerBytes = 16;
+inline constexpr size_t kMacBytes = 8;
+inline constexpr size_t kTrailerBytes = 16 + kMacBytes;
 inline constexpr uint32_t kKindStored = 0;
 inline constexpr uint32_t kKindDeflate = 1;
 

@@ -10,6 +10,7 @@
 
 #include "codec.hpp"
 #include "format.hpp"
+#include "mac.hpp"
 #include "phub/base/bytes.hpp"
 #include "phub/persist/checkpoint.hpp"
 #include "phub/proto/auth.hpp"
@@ -23,7 +24,7 @@ Expected<Checkpoint, std::string> bad(const std::string& why) { return unexpecte
 
 }  // namespace
 
-Expected<Checkpoint, std::string> parse_checkpoint(Bytes f, const Expectation* expect) {
+Expected<Checkpoint, std::string> parse_checkpoint(Bytes f, const CheckpointKey& key, const Expectation* expect) {
   if (f.size() < format::kFixedHeaderBytes + 4) return bad("shorter than a header (" + std::to_string(f.size()) + " bytes)");
   if (std::memcmp(f.data(), format::kMagic.data(), format::kMagic.size()) != 0) return bad("not a phub checkpoint (magic)");
   const auto version = load_le<uint32_t>(f.data() + 8);
@@ -126,10 +127,18 @@ Expected<Checkpoint, std::string> parse_checkpoint(Bytes f, const Expectation* e
       load_le<uint32_t>(f.data() + at + 8) != blocks || load_le<uint32_t>(f.data() + at + 12) != proto::crc32c(crcs)) {
     return bad("trailer mismatch");
   }
+  // Last, the MAC of everything before it: a file altered or planted by someone without the job's secret,
+  // or written under another secret, is refused here. (Before this point nothing is trusted beyond the
+  // header's bounds, which the expectation checked.)
+  const size_t covered = f.size() - format::kMacBytes;
+  if (!file_mac_matches(key, f.first(covered), f.subspan(covered).first<format::kMacBytes>())) {
+    return bad("MAC mismatch: altered, planted, or written under another secret (docs/persistence.md)");
+  }
   return cp;
 }
 
-Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file, const Expectation* expect) {
+Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& file, const CheckpointKey& key,
+                                                  const Expectation* expect) {
   // No link is followed, and a FIFO planted in the directory does not block the open (fstat refuses it).
   int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return bad(std::string("cannot open: ") + std::strerror(errno));
@@ -146,7 +155,7 @@ Expected<Checkpoint, std::string> read_checkpoint(const std::filesystem::path& f
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (map == MAP_FAILED) return bad(std::string("cannot map: ") + std::strerror(errno));
-  auto cp = parse_checkpoint(Bytes(static_cast<const std::byte*>(map), size), expect);
+  auto cp = parse_checkpoint(Bytes(static_cast<const std::byte*>(map), size), key, expect);
   ::munmap(map, size);
   return cp;
 }

@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::string_view kSuffix = ".phubckpt";
 constexpr std::string_view kTempSuffix = ".phubckpt.tmp";
+constexpr std::string_view kSupersededSuffix = ".phubckpt.superseded";
 
 std::string prefix_of(const CheckpointId& id) { return id.job + ".s" + std::to_string(id.shard_index) + ".r"; }
 
@@ -54,7 +55,7 @@ std::string checkpoint_file_name(const CheckpointId& id, uint32_t round) {
   return prefix_of(id) + digits + std::string(kSuffix);
 }
 
-Restored restore_newest(const std::filesystem::path& dir, const Expectation& expect) {
+Restored restore_newest(const std::filesystem::path& dir, const Expectation& expect, const CheckpointKey& key) {
   Restored r;
   for (const auto& f : list(dir, expect.id)) {
     const std::string name = f.path.filename().string();
@@ -63,7 +64,7 @@ Restored restore_newest(const std::filesystem::path& dir, const Expectation& exp
       continue;
     }
     if (r.checkpoint) continue;
-    auto cp = read_checkpoint(f.path, &expect);
+    auto cp = read_checkpoint(f.path, key, &expect);
     if (!cp) {
       r.skipped.push_back(name + ": " + cp.error());
       continue;
@@ -76,6 +77,26 @@ Restored restore_newest(const std::filesystem::path& dir, const Expectation& exp
     r.file = f.path;
   }
   return r;
+}
+
+size_t supersede_checkpoints(const std::filesystem::path& dir, const CheckpointId& id) {
+  const std::string prefix = prefix_of(id);
+  std::vector<std::filesystem::path> current;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    std::error_code rm;
+    if (round_in(name, prefix, kSupersededSuffix)) std::filesystem::remove(e.path(), rm);
+    else if (round_in(name, prefix, kSuffix)) current.push_back(e.path());
+  }
+  size_t moved = 0;
+  for (const auto& p : current) {
+    std::error_code mv;
+    // rename() moves a link itself, never its target; a name planted meanwhile is replaced, not followed.
+    std::filesystem::rename(p, std::filesystem::path(p.string() + ".superseded"), mv);
+    if (!mv) ++moved;
+  }
+  return moved;
 }
 
 size_t prune_checkpoints(const std::filesystem::path& dir, const CheckpointId& id, size_t keep) {

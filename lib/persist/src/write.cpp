@@ -1,16 +1,22 @@
-// write_checkpoint: header, compressed blocks and trailer into a temporary file, fsync, rename, fsync
-// of the directory. The arrays are read block by block through one staging buffer: no copy of the state.
+// write_checkpoint: header, compressed blocks, trailer and MAC into a temporary file streamed to the disk,
+// fsync, rename, fsync of the directory. The arrays are read block by block through one staging buffer:
+// no copy of the state.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "codec.hpp"
 #include "format.hpp"
+#include "mac.hpp"
 #include "phub/base/bytes.hpp"
 #include "phub/persist/checkpoint.hpp"
 #include "phub/proto/auth.hpp"
@@ -22,24 +28,75 @@ static_assert(std::endian::native == std::endian::little, "checkpoints store fp3
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// While a call that may block for long runs (an fsync committing a large file's metadata), a helper thread
+// calls `beat` every 100 ms in the caller's place, for at most kMaxBeatWhileBlocked: a disk that hangs for
+// longer still starves the watchdog, as it should. Only the helper calls `beat` meanwhile (the caller is
+// blocked), and it is joined before the caller goes on.
+class BeatWhileBlocked {
+ public:
+  explicit BeatWhileBlocked(const std::function<void()>& beat) {
+    if (beat) thread_ = std::thread([this, &beat] { run(beat); });
+  }
+  ~BeatWhileBlocked() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+  BeatWhileBlocked(const BeatWhileBlocked&) = delete;
+  BeatWhileBlocked& operator=(const BeatWhileBlocked&) = delete;
+
+ private:
+  static constexpr auto kPeriod = std::chrono::milliseconds(100);
+  static constexpr auto kMaxBeatWhileBlocked = std::chrono::seconds(30);
+  void run(const std::function<void()>& beat) {
+    const auto until = std::chrono::steady_clock::now() + kMaxBeatWhileBlocked;
+    std::unique_lock<std::mutex> g(mu_);
+    while (!cv_.wait_for(g, kPeriod, [this] { return done_; }) && std::chrono::steady_clock::now() < until) beat();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// The temporary file, which MACs every byte written to it.
 class File {
  public:
-  explicit File(int fd) : fd_(fd) {}
+  File(int fd, const CheckpointKey& key, const std::function<void()>& beat) : fd_(fd), mac_(key), beat_(beat) {}
   File(const File&) = delete;
   File& operator=(const File&) = delete;
   ~File() {
     if (fd_ >= 0) ::close(fd_);
   }
   [[nodiscard]] bool write_all(std::span<const std::byte> bytes) {
+    mac_.update(bytes);
     while (!bytes.empty()) {
       ssize_t n = ::write(fd_, bytes.data(), bytes.size());
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       bytes = bytes.subspan(static_cast<size_t>(n));
+      written_ += static_cast<uint64_t>(n);
     }
+    write_back();
     return true;
   }
+  // Ends the file with the MAC of everything written before it.
+  [[nodiscard]] bool write_mac() {
+    const auto tag = mac_.finish();
+    return write_all(tag);
+  }
   [[nodiscard]] bool sync_and_close() {
+    // What write_back has not waited for yet, window by window (with the beat between), then the fsync
+    // that makes it durable: by then it has little left to flush.
+    for (uint64_t at = started_ >= kWindowBytes ? started_ - kWindowBytes : 0; at < written_; at += kWindowBytes) {
+      (void)::sync_file_range(fd_, static_cast<off_t>(at), std::min(kWindowBytes, written_ - at),
+                              SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+      if (beat_) beat_();
+    }
+    BeatWhileBlocked beating(beat_);
     bool ok = ::fsync(fd_) == 0;
     ok = ::close(fd_) == 0 && ok;
     fd_ = -1;
@@ -47,7 +104,27 @@ class File {
   }
 
  private:
+  // Streams the file to the disk as it is written, one window behind: each full window is sent to the disk,
+  // and the one before it waited for. So no fsync at the end has gigabytes to flush at once (the caller's
+  // watchdog would go hungry), and the dirty pages stay within two windows. (Advice only: an error shows
+  // in the final fsync.)
+  void write_back() {
+    while (written_ - started_ >= kWindowBytes) {
+      (void)::sync_file_range(fd_, static_cast<off_t>(started_), kWindowBytes, SYNC_FILE_RANGE_WRITE);
+      if (started_ >= kWindowBytes) {
+        (void)::sync_file_range(fd_, static_cast<off_t>(started_ - kWindowBytes), kWindowBytes,
+                                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+        if (beat_) beat_();
+      }
+      started_ += kWindowBytes;
+    }
+  }
+  static constexpr uint64_t kWindowBytes = uint64_t{8} << 20;
   int fd_;
+  FileMac mac_;
+  const std::function<void()>& beat_;
+  uint64_t written_ = 0;
+  uint64_t started_ = 0;  // bytes before this were sent to the disk
 };
 
 bool valid_name(const std::string& name) {
@@ -104,7 +181,9 @@ void gather(std::span<const std::span<const float>> arrays, uint64_t offset, std
 
 Expected<std::filesystem::path, std::string> write_checkpoint(const std::filesystem::path& dir,
                                                               const CheckpointMeta& meta,
-                                                              std::span<const std::span<const float>> arrays) {
+                                                              std::span<const std::span<const float>> arrays,
+                                                              const CheckpointKey& key,
+                                                              const std::function<void()>& each_block) {
   if (!valid_name(meta.id.job)) return unexpected("checkpoint: job name '" + meta.id.job.substr(0, 64) +
                                                   "' is not 1..64 bytes of [A-Za-z0-9_.-]");
   if (arrays.empty() || arrays.size() > format::kMaxArrays) {
@@ -131,7 +210,7 @@ Expected<std::filesystem::path, std::string> write_checkpoint(const std::filesys
   }
   int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) return unexpected(errno_text("checkpoint: cannot create " + temp_path.string()));
-  File file(fd);
+  File file(fd, key, each_block);
   auto fail = [&](const std::string& what) {
     std::string e = errno_text("checkpoint: " + what + " " + temp_path.string());
     ::unlink(temp_path.c_str());
@@ -163,17 +242,23 @@ Expected<std::filesystem::path, std::string> write_checkpoint(const std::filesys
     crcs.resize(crcs.size() + 8);
     store_le<uint32_t>(crcs.data() + crcs.size() - 8, crc);
     store_le<uint32_t>(crcs.data() + crcs.size() - 4, proto::crc32c(stored));
+    if (each_block) each_block();
   }
-  std::array<std::byte, format::kTrailerBytes> trailer{};
+  std::array<std::byte, format::kTrailerBytes - format::kMacBytes> trailer{};
   std::memcpy(trailer.data(), format::kTrailerMagic.data(), format::kTrailerMagic.size());
   store_le<uint32_t>(trailer.data() + 8, static_cast<uint32_t>(blocks));
   store_le<uint32_t>(trailer.data() + 12, proto::crc32c(crcs));
-  if (!file.write_all(trailer)) return fail("cannot write");
+  if (!file.write_all(trailer) || !file.write_mac()) return fail("cannot write");
   if (!file.sync_and_close()) return fail("cannot fsync");
   if (::rename(temp_path.c_str(), final_path.c_str()) != 0) return fail("cannot rename");
+  if (each_block) each_block();
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
-    const bool synced = ::fsync(dfd) == 0;
+    bool synced = false;
+    {
+      BeatWhileBlocked beating(each_block);
+      synced = ::fsync(dfd) == 0;
+    }
     ::close(dfd);
     if (!synced) return unexpected(errno_text("checkpoint: cannot fsync the directory " + dir.string()));
   }

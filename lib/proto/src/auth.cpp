@@ -84,20 +84,25 @@ uint64_t siphash24(const AuthKey& key, std::span<const std::byte> data) noexcept
   return h.finish();
 }
 
-AuthKey derive_key(std::string_view secret, uint32_t job_id) noexcept {
-  // libsodium: the secret's BLAKE2b-256 hash is the master key, and the job key is its crypto_kdf subkey
-  // number job_id under a context of phub's own, so two jobs that share a secret never share a key.
-  static constexpr char kContext[crypto_kdf_CONTEXTBYTES + 1] = "phubjob1";
+void derive_secret_subkey(std::string_view secret, uint64_t id, const char (&context)[9],
+                          std::span<unsigned char> out) noexcept {
+  // libsodium: the secret's BLAKE2b-256 hash is the master key, and the key is its crypto_kdf subkey number
+  // `id` under a context of phub's own, so two uses of one secret never share a key.
+  static_assert(crypto_kdf_CONTEXTBYTES == 8);
   if (sodium_init() < 0) std::abort();  // only when the system has no usable random source, at the first call
+  if (out.size() < crypto_kdf_BYTES_MIN || out.size() > crypto_kdf_BYTES_MAX) std::abort();  // a caller's bug
   unsigned char master[crypto_kdf_KEYBYTES];
   crypto_generichash(master, sizeof master, reinterpret_cast<const unsigned char*>(secret.data()), secret.size(),
                      nullptr, 0);
+  crypto_kdf_derive_from_key(out.data(), out.size(), id, context, master);
+  sodium_memzero(master, sizeof master);
+}
+
+AuthKey derive_key(std::string_view secret, uint32_t job_id) noexcept {
   unsigned char sub[16];
-  static_assert(sizeof sub >= crypto_kdf_BYTES_MIN);
-  crypto_kdf_derive_from_key(sub, sizeof sub, job_id, kContext, master);
+  derive_secret_subkey(secret, job_id, "phubjob1", sub);
   const AuthKey key{load_le<uint64_t>(reinterpret_cast<const std::byte*>(sub)),
                     load_le<uint64_t>(reinterpret_cast<const std::byte*>(sub) + 8)};
-  sodium_memzero(master, sizeof master);
   sodium_memzero(sub, sizeof sub);
   return key;
 }

@@ -2,7 +2,8 @@
 // alone on the same bytes (issue 17, "Cost"). The state is an Adam job's three arrays (weights, first and
 // second moments) of --params fp32 each, with values spread like trained ones. The target is
 // persist::write_checkpoint into --dir: 1 MiB blocks compressed with igzip level 1, a CRC32C per block, the
-// header and trailer, write, fsync, rename and the directory's fsync, as the server does. The limit is
+// header and trailer, the file's SipHash MAC, writes streamed to the disk, fsync, rename and the directory's
+// fsync, as the server does. The limit is
 // igzip's stateless deflate at the same level over the same 1 MiB blocks into memory, nothing else. Both run
 // alternately, best of --reps each. RESULT line: the write's throughput against igzip's (higher is better).
 #include <isa-l/igzip_lib.h>
@@ -122,7 +123,7 @@ int run(const Options& o) {
       const auto t0 = std::chrono::steady_clock::now();
       if ((side == 0) == write_first) {
         meta.round = static_cast<uint32_t>(r + 1);
-        auto path = persist::write_checkpoint(o.dir, meta, views);
+        auto path = persist::write_checkpoint(o.dir, meta, views, persist::checkpoint_key("bench secret", meta.id.job_id));
         const double s = seconds_since(t0);
         if (!path.has_value()) {
           std::fprintf(stderr, "phub-bench-checkpoint: write failed: %s\n", path.error().c_str());
@@ -142,7 +143,7 @@ int run(const Options& o) {
               static_cast<unsigned long long>(o.params), raw_bytes / 1e9, o.reps, file_bytes / raw_bytes,
               igzip_bytes / raw_bytes);
   std::printf("RESULT checkpoint write_gbs=%.3f limit=igzip_gbs=%.3f ratio=%.3f   # file written (compress, CRC32C, "
-              "fsync, rename) against igzip alone on the same bytes\n",
+              "MAC, fsync, rename) against igzip alone on the same bytes\n",
               write_gbs, igzip_gbs, write_gbs / igzip_gbs);
   if (std::FILE* f = std::fopen(o.json_path.c_str(), "w")) {
     std::fprintf(f,

@@ -22,6 +22,7 @@
 #include "eal_main.hpp"
 #include "harness.hpp"
 #include "phub/agg/kernels.hpp"
+#include "phub/engine/checkpoint_id.hpp"
 #include "phub/persist/checkpoint.hpp"
 
 namespace phub::test {
@@ -150,8 +151,31 @@ TEST(CheckpointCost, AHundredMillionParameterAdamJobUnderPushesCostsNoIterationO
   const auto t1 = std::chrono::steady_clock::now();
 
   // Ask for the checkpoint of round 1; once the lcores copy, push round 2 (the reference stays at round 1).
+  // A watchdog stand-in: the heartbeat phub-server feeds systemd's watchdog with. The largest gap between two
+  // beats while the checkpoint runs must stay well under a watchdog interval shorter than the checkpoint
+  // itself (issue 31: a state of any size writes within WatchdogSec).
+  std::chrono::steady_clock::time_point last_beat{};
+  std::chrono::steady_clock::duration max_gap{};
+  std::chrono::steady_clock::time_point gap_at{};  // where the largest gap began
+  uint64_t beats = 0;
+  run.engine().set_heartbeat([&] {
+    const auto now = std::chrono::steady_clock::now();
+    if (beats++ != 0 && now - last_beat > max_gap) {
+      max_gap = now - last_beat;
+      gap_at = last_beat;
+    }
+    last_beat = now;
+  });
   Expected<engine::CheckpointWritten, std::string> written = unexpected(std::string("not run"));
-  std::thread control([&] { written = run.engine().checkpoint("cost", std::chrono::milliseconds(30'000)); });
+  const auto asked = std::chrono::steady_clock::now();
+  std::thread control([&] {
+    written = run.engine().checkpoint("cost", std::chrono::milliseconds(30'000));
+    const auto now = std::chrono::steady_clock::now();  // the gap from the last beat to the end counts too
+    if (now - last_beat > max_gap) {
+      max_gap = now - last_beat;
+      gap_at = last_beat;
+    }
+  });
   // Every lcore must have armed the capture (its first checkpoint work is counted) before round 2 begins:
   // a chunk of an lcore not armed yet would move past round 1, and the control thread would aim further.
   auto all_armed = [&] {
@@ -166,7 +190,17 @@ TEST(CheckpointCost, AHundredMillionParameterAdamJobUnderPushesCostsNoIterationO
   run.pass(proto::Opcode::push, 2, ref, 0, false, true);
   control.join();
   const auto t2 = std::chrono::steady_clock::now();
+  run.engine().set_heartbeat({});
   ASSERT_TRUE(written.has_value()) << written.error();
+  // The stand-in's interval: 1 s, as a unit with WatchdogSec=1s would set (phub-server pings at half of it).
+  constexpr auto kWatchdog = std::chrono::milliseconds(1000);
+  const double took_s = std::chrono::duration<double>(t2 - asked).count();
+  const double gap_ms = std::chrono::duration<double, std::milli>(max_gap).count();
+  std::printf("heartbeats during the checkpoint: %llu, the largest gap %.1f ms from %.2f s on; the checkpoint took "
+              "%.2f s\n", static_cast<unsigned long long>(beats), gap_ms,
+              std::chrono::duration<double>(gap_at - asked).count(), took_s);
+  EXPECT_GT(t2 - asked, kWatchdog) << "the state should take longer than the stand-in's interval to save";
+  EXPECT_LT(max_gap, kWatchdog / 2) << "a ping would have been late";
   EXPECT_EQ(run.answers - answers_before, answers_before / 3) << "every push of round 2 answered";
   EXPECT_EQ(written->round, 1u);
   EXPECT_EQ(written->step, 2u);
@@ -191,7 +225,7 @@ TEST(CheckpointCost, AHundredMillionParameterAdamJobUnderPushesCostsNoIterationO
                 "of their own\n");
   }
 
-  auto file = persist::read_checkpoint(written->file);
+  auto file = persist::read_checkpoint(written->file, engine::checkpoint_key(*run.engine().snapshot().jobs[0]));
   ASSERT_TRUE(file.has_value()) << file.error();
   ASSERT_EQ(file->arrays.size(), 3u);
   const std::vector<float>* want[3] = {&ref.w, &ref.m, &ref.v};

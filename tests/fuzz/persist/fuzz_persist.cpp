@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // An exactly sized heap copy, so that ASan catches any read past the end.
   std::vector<std::byte> file(size);
   if (size != 0) std::memcpy(file.data(), data, size);
-  auto cp = phub::persist::parse_checkpoint(file);
+  auto cp = phub::persist::parse_checkpoint(file, phub::persist::CheckpointKey{});
   if (cp) {
     if (cp->arrays.empty()) std::abort();
     for (const auto& a : cp->arrays) {

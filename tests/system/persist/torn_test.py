@@ -2,11 +2,14 @@
 """Torn checkpoint files are skipped at start, each with its log line, and the one before is restored.
 
 A ps job (Adam, two ranks of phub-demo-worker) runs three times for 3, 5 and 7 rounds, each run followed by
-`phub-ctl checkpoint ps`: three files, of rounds 2, 4 and 6. The server stops. Then, for each damage done to
-the newest file (cut in its blocks, one byte flipped in its payload, the file left under its temporary
-name as by a write that never reached its rename), the server starts again from the same directory and
-must log one line skipping that file with the reason, and restore round 4. phub-ctl checkpoint answers
-why not for an allreduce job.
+`phub-ctl checkpoint ps`: files of rounds 2, 4 and 6. The second and third runs start with fresh weights, so
+each sets the earlier run's files aside (docs/persistence.md, "Run lineage"): round 2's goes, round 4's is
+left as *.superseded, round 6's is the job's. The server stops. Then:
+- the newest file damaged (cut in its blocks, one byte flipped, left under its temporary name as by a write
+  that never reached its rename): one line skips it with the reason, and the server starts without state:
+  round 4 is of a run that a fresh-weights run replaced, and is never resurrected;
+- the same, after an operator renamed round 4's file back on purpose: round 4 is restored.
+phub-ctl checkpoint answers why not for an allreduce job.
 Usage: torn_test.py --build BUILD_DIR   (root; removes namespaces, processes and files, also on failure)
 """
 import os
@@ -65,7 +68,10 @@ def main():
               rc == 1 and "is an allreduce job: only ps jobs keep state to checkpoint" in err, (out + err).strip())
         net.stop_server()
         files = sorted(os.listdir(ckdir))
-        check("three files", files == [ckpt_name(2), ckpt_name(4), ckpt_name(6)], str(files))
+        check("the third run's file, and the second's set aside (the first's removed)",
+              files == [ckpt_name(4) + ".superseded", ckpt_name(6)], str(files))
+        superseded = re.findall(r"a run with fresh weights started: (\d+) checkpoint file", open(net.server_log).read())
+        check("each fresh-weights run said how many files it set aside", superseded == ["1", "1"], str(superseded))
         pristine = os.path.join(net.tmp, "pristine")
         shutil.copytree(ckdir, pristine)
         newest = os.path.join(ckdir, ckpt_name(6))
@@ -88,20 +94,26 @@ def main():
         damages = [("truncated", truncate, r"torn|ends past the file|shorter"),
                    ("a flipped byte", flip, r"CRC32C mismatch|inflate|corrupt"),
                    ("a missing rename", unrenamed, r"never reached its rename")]
-        for what, damage, reason in damages:
-            shutil.rmtree(ckdir)
-            shutil.copytree(pristine, ckdir)
-            damage()
-            net.start_server(jobs, timeout_s=60)
-            _, log = net.stop_server()
-            lines = restore_lines(log)
-            skipped = [l for l in lines if "checkpoint skipped" in l]
-            restored = [l for l in lines if "restored the state after round 4 " in l and ckpt_name(4) in l]
-            ok = (len(skipped) == 1 and ckpt_name(6) in skipped[0] and re.search(reason, skipped[0]) is not None
-                  and len(restored) == 1)
-            check("%s newest file: skipped with its line, round 4 restored" % what, ok, "\n    ".join(lines))
-            for line in lines:
-                print("    " + line.split("phub: ", 1)[-1], flush=True)
+        for renamed_back in (False, True):
+            for what, damage, reason in damages:
+                shutil.rmtree(ckdir)
+                shutil.copytree(pristine, ckdir)
+                if renamed_back:
+                    os.rename(os.path.join(ckdir, ckpt_name(4) + ".superseded"), os.path.join(ckdir, ckpt_name(4)))
+                damage()
+                net.start_server(jobs, timeout_s=60)
+                _, log = net.stop_server()
+                lines = restore_lines(log)
+                skipped = [l for l in lines if "checkpoint skipped" in l]
+                restored = [l for l in lines if "restored the state after round 4 " in l and ckpt_name(4) in l]
+                none = [l for l in lines if "no valid checkpoint" in l]
+                ok = (len(skipped) == 1 and ckpt_name(6) in skipped[0] and re.search(reason, skipped[0]) is not None
+                      and (len(restored) == 1 if renamed_back else (not restored and len(none) == 1)))
+                check("%s newest file: skipped with its line, %s" % (
+                    what, "round 4 restored once renamed back" if renamed_back
+                    else "the superseded run's round 4 not resurrected"), ok, "\n    ".join(lines))
+                for line in lines:
+                    print("    " + line.split("phub: ", 1)[-1], flush=True)
     return check.summary()
 
 

@@ -34,6 +34,7 @@ class TempDir {
 };
 
 CheckpointId job_id() { return CheckpointId{"resnet-ps", 7, 1, 0x1234abcd5678ef00ull}; }
+const CheckpointKey kKey = checkpoint_key("the test job's secret, 24+ bytes", 7);
 
 // Weights and Adam moments: random floats (incompressible) or a pattern igzip shrinks.
 std::vector<std::vector<float>> state(uint64_t elems, uint32_t seed, bool compressible) {
@@ -47,10 +48,10 @@ std::vector<std::vector<float>> state(uint64_t elems, uint32_t seed, bool compre
 }
 
 fs::path write(const fs::path& dir, uint32_t round, const std::vector<std::vector<float>>& a,
-               const CheckpointId& id = job_id()) {
+               const CheckpointId& id = job_id(), const CheckpointKey& key = kKey) {
   CheckpointMeta m{id, round, 3, a[0].size(), 5'000'000'000ull + round};
   std::vector<std::span<const float>> spans(a.begin(), a.end());
-  auto p = write_checkpoint(dir, m, spans);
+  auto p = write_checkpoint(dir, m, spans, key);
   EXPECT_TRUE(p.has_value()) << p.error();
   return p.has_value() ? *p : fs::path();
 }
@@ -80,7 +81,7 @@ TEST(Checkpoint, RoundTripsBitForBit) {
     auto a = state(700001, 11, compressible);
     auto p = write(d.path(), 42, a);
     EXPECT_EQ(p.filename(), "resnet-ps.s1.r0000000042.phubckpt");
-    auto cp = read_checkpoint(p);
+    auto cp = read_checkpoint(p, kKey);
     ASSERT_TRUE(cp.has_value()) << cp.error();
     EXPECT_EQ(cp->meta.id, job_id());
     EXPECT_EQ(cp->meta.round, 42u);
@@ -100,7 +101,7 @@ TEST(Checkpoint, NewestValidIsRestored) {
   auto newest = state(5000, 2, false);
   write(d.path(), 20, newest);
   write(d.path(), 9, state(5000, 3, false), CheckpointId{"other", 8, 0, 1});
-  auto r = restore_newest(d.path(), {job_id()});
+  auto r = restore_newest(d.path(), {job_id()}, kKey);
   ASSERT_TRUE(r.checkpoint.has_value());
   EXPECT_EQ(r.checkpoint->meta.round, 20u);
   EXPECT_TRUE(same_bits(r.checkpoint->arrays, newest));
@@ -134,7 +135,7 @@ TEST(Checkpoint, TornOrCorruptFilesAreSkippedWithAReason) {
     auto b = bytes_of(p);
     dmg.apply(b);
     put(p, b);
-    auto r = restore_newest(d.path(), {job_id()});
+    auto r = restore_newest(d.path(), {job_id()}, kKey);
     ASSERT_TRUE(r.checkpoint.has_value());
     EXPECT_EQ(r.checkpoint->meta.round, 100u);
     EXPECT_TRUE(same_bits(r.checkpoint->arrays, older));
@@ -150,7 +151,7 @@ TEST(Checkpoint, AMissingRenameIsSkipped) {
   write(d.path(), 5, older);
   auto p = write(d.path(), 6, state(4000, 9, true));
   fs::rename(p, fs::path(p.string() + ".tmp"));  // as if the server died between fsync and rename
-  auto r = restore_newest(d.path(), {job_id()});
+  auto r = restore_newest(d.path(), {job_id()}, kKey);
   ASSERT_TRUE(r.checkpoint.has_value());
   EXPECT_EQ(r.checkpoint->meta.round, 5u);
   ASSERT_EQ(r.skipped.size(), 1u);
@@ -169,7 +170,7 @@ TEST(Checkpoint, ALinkAtTheTemporaryNameIsNeverFollowed) {
   const fs::path p = write(d.path(), 4, a);
   EXPECT_EQ(bytes_of(target), (std::vector<char>{'k', 'e', 'e', 'p'}));
   EXPECT_FALSE(fs::exists(fs::symlink_status(temp)));
-  auto back = read_checkpoint(p);
+  auto back = read_checkpoint(p, kKey);
   ASSERT_TRUE(back.has_value()) << back.error();
   EXPECT_TRUE(same_bits(back->arrays, a));
 }
@@ -183,7 +184,7 @@ TEST(Checkpoint, AFifoOrALinkInTheDirectoryIsSkippedWithoutBlocking) {
   const fs::path planted = write(elsewhere.path(), 9, state(1000, 2, true));
   fs::create_symlink(planted, d.path() / checkpoint_file_name(job_id(), 9));
   ASSERT_EQ(::mkfifo((d.path() / checkpoint_file_name(job_id(), 8)).c_str(), 0600), 0);
-  auto r = restore_newest(d.path(), {job_id()});
+  auto r = restore_newest(d.path(), {job_id()}, kKey);
   ASSERT_TRUE(r.checkpoint.has_value());
   EXPECT_EQ(r.checkpoint->meta.round, 5u);
   ASSERT_EQ(r.skipped.size(), 2u);
@@ -205,7 +206,7 @@ TEST(Checkpoint, ADirectoryOthersCanWriteIsRefused) {
     CheckpointMeta m{job_id(), 1, 3, 10, 1};
     const std::vector<float> a(10);
     const std::vector<std::span<const float>> spans(3, std::span<const float>(a));
-    EXPECT_FALSE(write_checkpoint(d.path(), m, spans).has_value());
+    EXPECT_FALSE(write_checkpoint(d.path(), m, spans, kKey).has_value());
   }
   fs::permissions(d.path(), fs::perms::owner_all);
   if (::geteuid() == 0) {  // only root can give a directory away
@@ -225,7 +226,7 @@ TEST(Checkpoint, AnotherConfigsCheckpointIsNotRestored) {
   auto id = job_id();
   write(d.path(), 3, state(1000, 1, false), id);
   id.config_fingerprint ^= 1;  // the job's keys or optimizer changed since
-  auto r = restore_newest(d.path(), {id});
+  auto r = restore_newest(d.path(), {id}, kKey);
   EXPECT_FALSE(r.checkpoint.has_value());
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_NE(r.skipped[0].find("fingerprint"), std::string::npos) << r.skipped[0];
@@ -239,19 +240,19 @@ TEST(Checkpoint, AnotherShapeIsRefusedBeforeInflating) {
   auto b = bytes_of(p);
   b[b.size() / 2] ^= 0x5a;  // inside the blocks
   put(p, b);
-  auto r = restore_newest(d.path(), {job_id(), 3, 20'000});
+  auto r = restore_newest(d.path(), {job_id(), 3, 20'000}, kKey);
   EXPECT_FALSE(r.checkpoint.has_value());
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_NE(r.skipped[0].find("3 arrays of 50000 elements, the job has 3 of 20000"), std::string::npos) << r.skipped[0];
-  r = restore_newest(d.path(), {job_id(), 3, 50'000});  // the right shape: now the damage is found
+  r = restore_newest(d.path(), {job_id(), 3, 50'000}, kKey);  // the right shape: now the damage is found
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_NE(r.skipped[0].find("block"), std::string::npos) << r.skipped[0];
 }
 
 TEST(Checkpoint, NothingToRestoreInAnEmptyOrMissingDirectory) {
   TempDir d;
-  EXPECT_FALSE(restore_newest(d.path(), {job_id()}).checkpoint.has_value());
-  EXPECT_FALSE(restore_newest(d.path() / "absent", {job_id()}).checkpoint.has_value());
+  EXPECT_FALSE(restore_newest(d.path(), {job_id()}, kKey).checkpoint.has_value());
+  EXPECT_FALSE(restore_newest(d.path() / "absent", {job_id()}, kKey).checkpoint.has_value());
 }
 
 TEST(Checkpoint, PruneKeepsTheNewest) {
@@ -259,7 +260,7 @@ TEST(Checkpoint, PruneKeepsTheNewest) {
   for (uint32_t r : {1u, 2u, 3u, 4u}) write(d.path(), r, state(100, r, true));
   put(d.path() / "resnet-ps.s1.r0000000009.phubckpt.tmp", {'x'});
   EXPECT_EQ(prune_checkpoints(d.path(), job_id(), 2), 3u);  // rounds 1 and 2, and the temporary file
-  auto r = restore_newest(d.path(), {job_id()});
+  auto r = restore_newest(d.path(), {job_id()}, kKey);
   ASSERT_TRUE(r.checkpoint.has_value());
   EXPECT_EQ(r.checkpoint->meta.round, 4u);
   EXPECT_TRUE(fs::exists(d.path() / "resnet-ps.s1.r0000000003.phubckpt"));
@@ -271,16 +272,16 @@ TEST(Checkpoint, BadArgumentsAreRefused) {
   std::vector<float> a(10), b(11);
   std::vector<std::span<const float>> spans{a, b};
   CheckpointMeta m{job_id(), 1, 0, 10};
-  auto e = write_checkpoint(d.path(), m, spans);
+  auto e = write_checkpoint(d.path(), m, spans, kKey);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.error().find("11 elements"), std::string::npos) << e.error();
   m.id.job = "../escape";
   std::vector<std::span<const float>> one{a};
-  e = write_checkpoint(d.path(), m, one);
+  e = write_checkpoint(d.path(), m, one, kKey);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.error().find("[A-Za-z0-9_.-]"), std::string::npos) << e.error();
   m.id.job = "ok";
-  e = write_checkpoint(d.path() / "absent", m, one);
+  e = write_checkpoint(d.path() / "absent", m, one, kKey);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.error().find("absent: No such file or directory"), std::string::npos) << e.error();
 }
@@ -294,9 +295,55 @@ TEST(Checkpoint, EverySingleByteFlipIsCaught) {
   for (size_t i = 0; i < good.size(); i += 7) {
     auto b = good;
     b[i] ^= 0x20;
-    auto cp = parse_checkpoint(std::span(reinterpret_cast<const std::byte*>(b.data()), b.size()));
+    auto cp = parse_checkpoint(std::span(reinterpret_cast<const std::byte*>(b.data()), b.size()), kKey);
     EXPECT_FALSE(cp.has_value()) << "a flip at byte " << i << " was accepted";
   }
+}
+
+// A file planted by someone without the job's secret: whole, its CRCs right, written by the same code under
+// another key (another secret, or none). The MAC refuses it, and the restore falls back to the real one.
+TEST(Checkpoint, APlantedFileOrOneOfAnotherSecretIsRefused) {
+  TempDir d;
+  auto real = state(3000, 1, false);
+  write(d.path(), 5, real);
+  write(d.path(), 9, state(3000, 2, false), job_id(), checkpoint_key("an attacker's guess at the secret", 7));
+  auto r = restore_newest(d.path(), {job_id(), 3, 3000}, kKey);
+  ASSERT_TRUE(r.checkpoint.has_value());
+  EXPECT_EQ(r.checkpoint->meta.round, 5u);
+  EXPECT_TRUE(same_bits(r.checkpoint->arrays, real));
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_NE(r.skipped[0].find("r0000000009.phubckpt: MAC mismatch"), std::string::npos) << r.skipped[0];
+  // A job without a secret has the all-zero key: a keyed file is not its, and its own files are not a keyed job's.
+  const CheckpointKey open = checkpoint_key("", 7);
+  EXPECT_EQ(open, CheckpointKey{});
+  EXPECT_FALSE(read_checkpoint(d.path() / "resnet-ps.s1.r0000000005.phubckpt", open).has_value());
+  const fs::path o = write(d.path(), 11, real, job_id(), open);
+  EXPECT_TRUE(read_checkpoint(o, open).has_value());
+  EXPECT_FALSE(read_checkpoint(o, kKey).has_value());
+  // The key is per job: the same secret gives job 8 another key.
+  EXPECT_NE(checkpoint_key("the test job's secret, 24+ bytes", 8), kKey);
+}
+
+// A run with fresh weights sets the earlier run's files aside: no restore takes them, even when the new
+// run has written none yet, and the set aside before goes when the next fresh run starts.
+TEST(Checkpoint, AFreshRunSetsTheEarlierRunAside) {
+  TempDir d;
+  for (uint32_t r : {100u, 200u}) write(d.path(), r, state(500, r, true));
+  write(d.path(), 300, state(500, 3, true), CheckpointId{"other-job", 8, 0, 1});
+  EXPECT_EQ(supersede_checkpoints(d.path(), job_id()), 2u);
+  EXPECT_FALSE(restore_newest(d.path(), {job_id()}, kKey).checkpoint.has_value());
+  EXPECT_TRUE(fs::exists(d.path() / "resnet-ps.s1.r0000000200.phubckpt.superseded"));
+  EXPECT_TRUE(fs::exists(d.path() / "other-job.s0.r0000000300.phubckpt"));  // another job's are untouched
+  write(d.path(), 4, state(500, 4, true));  // the new run's first checkpoint
+  auto r = restore_newest(d.path(), {job_id()}, kKey);
+  ASSERT_TRUE(r.checkpoint.has_value());
+  EXPECT_EQ(r.checkpoint->meta.round, 4u);
+  EXPECT_EQ(supersede_checkpoints(d.path(), job_id()), 1u);  // a third run: round 4 aside, 100 and 200 gone
+  EXPECT_TRUE(fs::exists(d.path() / "resnet-ps.s1.r0000000004.phubckpt.superseded"));
+  EXPECT_FALSE(fs::exists(d.path() / "resnet-ps.s1.r0000000200.phubckpt.superseded"));
+  // An operator who wants the old state back renames it: it is whole and restores.
+  fs::rename(d.path() / "resnet-ps.s1.r0000000004.phubckpt.superseded", d.path() / "resnet-ps.s1.r0000000004.phubckpt");
+  EXPECT_TRUE(restore_newest(d.path(), {job_id()}, kKey).checkpoint.has_value());
 }
 
 }  // namespace

@@ -16,4 +16,7 @@ namespace phub::engine {
 
 [[nodiscard]] persist::CheckpointId checkpoint_id(const JobPlan& plan);
 
+// The key of the job's checkpoint MACs, from its secret (all zero for a job without one).
+[[nodiscard]] persist::CheckpointKey checkpoint_key(const JobPlan& plan);
+
 }  // namespace phub::engine

@@ -141,6 +141,8 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(checkpoint_chunks_copied, "chunk states copied for a checkpoint at their round boundary")   \
   X(checkpoints_written, "checkpoint files written (by the control thread; in lcore index 0's row)") \
   X(checkpoints_failed, "checkpoints that failed: no boundary reached, a new epoch, or the write (control thread)") \
+  X(checkpoints_nonfinite, "checkpoints refused: the captured state held NaN or Inf (the clean files are kept)") \
+  X(checkpoints_superseded, "checkpoint files set aside (*.superseded) when a fresh-weights run started (control thread)") \
   X(partials_sent, "hierarchical: fwd_partial pieces sent to chunks' home hubs, retransmits included")   \
   X(partials_retransmitted, "hierarchical: fwd_partial pieces sent again, no fwd_result within the backoff") \
   X(partials_received, "hierarchical: other racks' partial pieces counted at this home")                    \

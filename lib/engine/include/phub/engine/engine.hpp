@@ -169,10 +169,14 @@ class Engine {
   // Checkpoints of ps jobs (control thread; checkpoint.cpp). checkpoint() takes one now: each chunk's
   // state after the newest round boundary is copied by its lcore, then this thread writes the file into
   // the job's checkpoint.dir and prunes to checkpoint.keep. Returns the file, or why not: among others,
-  // no round boundary within `boundary_wait` (the control thread waits that long at most, plus the write:
-  // keep it well below the systemd watchdog).
+  // no round boundary and copy within `boundary_wait` plus the time the copy may take for the state's size
+  // (capture_deadline). The heartbeat is called throughout, the write included.
   [[nodiscard]] Expected<CheckpointWritten, std::string> checkpoint(
       std::string_view job_name, std::chrono::milliseconds boundary_wait = std::chrono::seconds(5));
+  // Called by the control thread over and over while a checkpoint waits for its copy or writes its file
+  // (every 200 us and every 1 MiB block): phub-server feeds systemd's watchdog with it, so that a state of any
+  // size can be written within WatchdogSec. Empty: nothing is called.
+  void set_heartbeat(std::function<void()> heartbeat) { heartbeat_ = std::move(heartbeat); }
   // Takes the checkpoints that checkpoint.every_rounds / every_s make due; one log line per attempt.
   [[nodiscard]] std::vector<std::string> checkpoint_due();
   // What the start-up restore did, one line per job and per file skipped (also in startup_lines()).
@@ -218,6 +222,9 @@ class Engine {
   [[nodiscard]] Expected<void, std::string> ask_lcores(const Request& request);
   // Restores each ps job's newest valid checkpoint before the lcores start (Engine::create).
   [[nodiscard]] Expected<void, std::string> restore_checkpoints();
+  // When a run with fresh weights started on the job since the last look, sets its earlier run's checkpoint
+  // files aside (persist::supersede_checkpoints) and says so (control thread, checkpoint.cpp).
+  [[nodiscard]] std::optional<std::string> supersede_if_fresh(size_t job_index);
   // One capture attempt of the state after the newest completed round (checkpoint.cpp).
   [[nodiscard]] Expected<void, std::string> capture_once(size_t job_index, CheckpointCapture& cap,
                                                         std::chrono::steady_clock::time_point deadline, bool& retry);
@@ -252,6 +259,9 @@ class Engine {
     uint16_t epoch = 0;
   };
   std::map<uint32_t, CheckpointSchedule> schedules_;  // by job id
+  std::function<void()> heartbeat_;  // set_heartbeat
+  // By job id: the runtime whose fresh-weights starts were counted last, and how many (supersede_if_fresh).
+  std::map<uint32_t, std::pair<const LcoreJob*, uint32_t>> fresh_seen_;
   // What hub_events last said of each (job id, peer rack): the differing components, and unreachable.
   std::map<std::pair<uint32_t, std::string>, std::pair<std::vector<std::string>, bool>> hub_said_;
 };

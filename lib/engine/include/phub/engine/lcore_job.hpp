@@ -222,6 +222,7 @@ class LcoreJob {
   uint16_t epoch = 0;            // the job's epoch on this lcore (see docs/protocol.md, "Epochs")
   uint32_t epoch_first_round = 0;  // the epoch's first round: 0, or the round after a restored checkpoint's
   bool fresh_weights_epoch = false;  // the epoch started with fresh weights (told to peer hubs)
+  uint32_t fresh_weights_starts = 0;  // epochs started with fresh weights (read by the control thread)
   bool draining = false;         // no new rounds: the operator drains the job, or a reload removes it
   uint64_t open_rounds = 0;      // chunks with a round in progress (a gauge; written with bump())
   uint32_t stall_cursor = 0;

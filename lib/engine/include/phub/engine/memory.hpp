@@ -16,9 +16,13 @@ struct JobMemory {
   uint64_t staging = 0;       // deterministic: workers x element bytes of the pushed dtype
   uint64_t results = 0;       // (2 per chunk + spares) result buffers of result-dtype elements
   uint64_t bookkeeping = 0;   // bitmaps, counters, chunk records, peer tables, mempool headers
-  [[nodiscard]] uint64_t total() const noexcept {
-    return accumulators + optimizer + staging + results + bookkeeping;
-  }
+  // ps with checkpoints: the control thread's copy of the shard's state while a checkpoint is taken (heap,
+  // not the data plane's memory; the weights and moments once more, fp32).
+  uint64_t checkpoint_copy = 0;
+  // What the lcores allocate for the job (LcoreJob::create).
+  [[nodiscard]] uint64_t data_plane() const noexcept { return accumulators + optimizer + staging + results + bookkeeping; }
+  // What the job is admitted against: its quota and the server's limits.memory_bytes.
+  [[nodiscard]] uint64_t total() const noexcept { return data_plane() + checkpoint_copy; }
   [[nodiscard]] std::string describe() const;
 };
 

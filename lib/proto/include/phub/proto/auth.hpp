@@ -38,6 +38,11 @@ class SipHasher {
 // one piece is faster than feeding the header around its tag field in pieces.)
 void copy_untagged_header(std::span<const std::byte, kHeaderBytes> wire, std::span<std::byte, kHeaderBytes> out) noexcept;
 
+// `out.size()` bytes (16..64) of key number `id` under `context` (8 characters, one per use) from a secret:
+// libsodium's KDF under the secret's BLAKE2b-256 hash. derive_key and the checkpoint key (lib/persist) use it.
+void derive_secret_subkey(std::string_view secret, uint64_t id, const char (&context)[9],
+                          std::span<unsigned char> out) noexcept;
+
 // A job's 128-bit key from its configured secret and its id, by libsodium's KDF (BLAKE2b): the same
 // secret gives every job its own key. Server and workers derive it alike (docs/protocol.md, "Authentication").
 [[nodiscard]] AuthKey derive_key(std::string_view secret, uint32_t job_id) noexcept;
