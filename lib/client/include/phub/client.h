@@ -133,8 +133,9 @@ typedef struct phub_stats {
   uint64_t replayed;           /* a sequence number already taken, or behind the window: a replay, dropped */
   uint64_t bad_mac;            /* an authentic header whose payload MAC is wrong or missing: altered, dropped */
   uint32_t sessions;           /* sessions established (one per server lcore and join that asked for one) */
-  uint64_t bad_checksum;       /* results whose payload CRC32C is wrong, or that carry no checksum and no MAC:
-                                  changed on the way back (a faulty link or an attacker), dropped and asked again */
+  uint64_t bad_checksum;       /* packets whose payload CRC32C is wrong (results, as every result carries one),
+                                  and results with neither a checksum nor a MAC: changed on the way back (a
+                                  faulty link or an attacker), dropped; the segment is asked for again */
 } phub_stats;
 
 typedef struct phub_client phub_client;
