@@ -140,7 +140,8 @@ Driver::Arrival Driver::check_result_header(const JobRun& j, const proto::PhubFr
   if (wrong.empty() && h.elem_count != j.layout.segment_count_elems(ci, seg)) wrong += " element count;";
   if (h.payload_bytes != h.elem_count * dtype_bytes(job.dtype)) wrong += " payload bytes;";
   if (h.dtype != job.dtype) wrong += " dtype;";
-  if (h.flags != mean) wrong += " flags (the mean flag);";
+  // Every result carries its payload's CRC32C (checked by parse_phub_frame); the mean flag as the job says.
+  if (h.flags != (mean | proto::flag::crc)) wrong += " flags (the mean and crc flags);";
   if (h.status != proto::Status::ok || h.aux != 0) wrong += " status or aux;";
   if (h.epoch != 0) wrong += " epoch (the workers never restarted the job: 0);";
   const ChunkState& ch = j.progress.chunks[h.chunk_id];
