@@ -261,7 +261,7 @@ int run_agent(const topo::Host& listen, ProbeTransport& t, const std::string& to
       sessions.reap();
       pollfd p{lfd->get(), POLLIN, 0};
       if (::poll(&p, 1, 200) <= 0) continue;
-      Fd conn(::accept4(lfd->get(), nullptr, nullptr, SOCK_CLOEXEC));
+      UniqueFd conn(::accept4(lfd->get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!conn.valid()) continue;
       if (sessions.open() >= Limits::kMaxConnections) {
         const std::string busy = std::string(kRefused) + "too many control connections\n";

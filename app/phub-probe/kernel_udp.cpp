@@ -53,7 +53,7 @@ ssize_t receive(int fd, std::span<std::byte> buf, sockaddr_in* from, uint64_t& r
 
 class KernelUdp final : public ProbeTransport {
  public:
-  KernelUdp(topo::Host local, Fd fd) : local_(std::move(local)), fd_(std::move(fd)) {}
+  KernelUdp(topo::Host local, UniqueFd fd) : local_(std::move(local)), fd_(std::move(fd)) {}
 
   Expected<ProbeSamples, std::string> probe(const topo::Host& peer, const ProbeParams& p) override {
     auto sock = open_socket(local_.addr, 0);
@@ -108,10 +108,10 @@ class KernelUdp final : public ProbeTransport {
   std::string_view name() const override { return "kernel-udp"; }
   topo::Host endpoint() const override { return local_; }
 
-  static Expected<Fd, std::string> open_socket(const std::string& addr, uint16_t port) {
+  static Expected<UniqueFd, std::string> open_socket(const std::string& addr, uint16_t port) {
     auto sa = make_sockaddr(addr, port);
     if (!sa) return unexpected(sa.error());
-    Fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return unexpected(std::string("socket: ") + std::strerror(errno));
     const int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
@@ -141,7 +141,7 @@ class KernelUdp final : public ProbeTransport {
   }
 
   topo::Host local_;
-  Fd fd_;
+  UniqueFd fd_;
 };
 
 }  // namespace

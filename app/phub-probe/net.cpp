@@ -35,18 +35,6 @@ bool wait_for(int fd, short events, uint64_t deadline_ns) {
 
 }  // namespace
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -63,10 +51,10 @@ Expected<sockaddr_in, std::string> make_sockaddr(const std::string& addr, uint16
   return sa;
 }
 
-Expected<Fd, std::string> tcp_listen(const std::string& addr, uint16_t port) {
+Expected<UniqueFd, std::string> tcp_listen(const std::string& addr, uint16_t port) {
   auto sa = make_sockaddr(addr, port);
   if (!sa) return unexpected(sa.error());
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return unexpected(errno_text("socket"));
   const int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -76,10 +64,10 @@ Expected<Fd, std::string> tcp_listen(const std::string& addr, uint16_t port) {
   return fd;
 }
 
-Expected<Fd, std::string> tcp_connect(const std::string& addr, uint16_t port, int timeout_ms) {
+Expected<UniqueFd, std::string> tcp_connect(const std::string& addr, uint16_t port, int timeout_ms) {
   auto sa = make_sockaddr(addr, port);
   if (!sa) return unexpected(sa.error());
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return unexpected(errno_text("socket"));
   const std::string where = addr + ":" + std::to_string(port);
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*sa), sizeof *sa) != 0) {

@@ -1,4 +1,5 @@
-// Sockets for the probe: an owning fd, TCP connect/listen with timeouts, and a line-oriented connection.
+// Sockets for the probe, owned by phub::UniqueFd: TCP connect/listen with timeouts, and a line-oriented
+// connection.
 #pragma once
 
 #include <netinet/in.h>
@@ -8,38 +9,18 @@
 #include <string_view>
 
 #include "phub/base/expected.hpp"
+#include "phub/base/unique_fd.hpp"
 
 namespace phub::probe {
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  [[nodiscard]] int get() const { return fd_; }
-  [[nodiscard]] bool valid() const { return fd_ >= 0; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 [[nodiscard]] Expected<sockaddr_in, std::string> make_sockaddr(const std::string& addr, uint16_t port);
-[[nodiscard]] Expected<Fd, std::string> tcp_listen(const std::string& addr, uint16_t port);
-[[nodiscard]] Expected<Fd, std::string> tcp_connect(const std::string& addr, uint16_t port, int timeout_ms);
+[[nodiscard]] Expected<UniqueFd, std::string> tcp_listen(const std::string& addr, uint16_t port);
+[[nodiscard]] Expected<UniqueFd, std::string> tcp_connect(const std::string& addr, uint16_t port, int timeout_ms);
 
 // Newline-terminated text commands over a stream socket, with bounded reads.
 class LineConn {
  public:
-  explicit LineConn(Fd fd) : fd_(std::move(fd)) {}
+  explicit LineConn(UniqueFd fd) : fd_(std::move(fd)) {}
   [[nodiscard]] int fd() const { return fd_.get(); }
   // Reads one line (without the newline), waiting at most timeout_ms; errors on close, timeout or >64 KiB.
   [[nodiscard]] Expected<std::string, std::string> read_line(int timeout_ms);
@@ -50,7 +31,7 @@ class LineConn {
   [[nodiscard]] bool has_line() const { return buf_.find('\n') != std::string::npos; }
 
  private:
-  Fd fd_;
+  UniqueFd fd_;
   std::string buf_;
 };
 

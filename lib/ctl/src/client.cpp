@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "phub/ctl/protocol.hpp"
-#include "unique_fd.hpp"
+#include "phub/base/unique_fd.hpp"
 #include "unix_address.hpp"
 
 namespace phub::ctl {

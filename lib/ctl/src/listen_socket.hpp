@@ -6,7 +6,7 @@
 #include <string>
 
 #include "phub/base/expected.hpp"
-#include "unique_fd.hpp"
+#include "phub/base/unique_fd.hpp"
 
 namespace phub::ctl {
 

@@ -13,7 +13,7 @@
 #include "phub/ctl/command.hpp"
 #include "phub/ctl/line_buffer.hpp"
 #include "phub/ctl/protocol.hpp"
-#include "unique_fd.hpp"
+#include "phub/base/unique_fd.hpp"
 
 namespace phub::ctl {
 namespace {

@@ -34,8 +34,9 @@ uint64_t ns_between(std::chrono::steady_clock::time_point a, std::chrono::steady
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
 }
 
-// Where each chunk of this server's shard goes in the checkpoint's arrays: chunk id order.
-void lay_out(const JobPlan& plan, CheckpointCapture& cap, const std::function<void()>& heartbeat = {}) {
+// Where each chunk of this server's shard goes in the checkpoint's arrays: chunk id order. Returns the elements
+// of each array.
+uint64_t lay_out(const JobPlan& plan, CheckpointCapture& cap) {
   cap.offset.assign(plan.lcores, {});
   cap.steps.assign(plan.lcores, {});
   for (uint16_t l = 0; l < plan.lcores; ++l) {
@@ -50,6 +51,12 @@ void lay_out(const JobPlan& plan, CheckpointCapture& cap, const std::function<vo
     elems += ci.elems;
     ++cap.chunks;
   }
+  return elems;
+}
+
+// The arrays a capture copies into: one per state array of the optimizer, `elems` each.
+void allocate_arrays(const JobPlan& plan, CheckpointCapture& cap, uint64_t elems,
+                     const std::function<void()>& heartbeat) {
   // Reserved (no page touched), then grown and zeroed by 4 Mi elements with the heartbeat between: a
   // gigabyte's first touch takes a while.
   constexpr uint64_t kSlice = uint64_t{1} << 22;
@@ -197,7 +204,7 @@ Expected<CheckpointWritten, std::string> Engine::checkpoint(std::string_view job
   const auto t0 = std::chrono::steady_clock::now();
   if (heartbeat_) heartbeat_();
   CheckpointCapture cap;
-  lay_out(plan, cap, heartbeat_);
+  allocate_arrays(plan, cap, lay_out(plan, cap), heartbeat_);
   Expected<void, std::string> got = unexpected(std::string());
   bool retry = true;
   // The wait for the boundary, plus what copying this much state may take (a state of any size).
@@ -300,10 +307,10 @@ Expected<void, std::string> Engine::restore_checkpoints() {
     if (auto trusted = persist::check_directory(k.dir); !trusted) {
       return unexpected("jobs[" + std::to_string(j + 1) + "].checkpoint.dir: " + trusted.error());
     }
-    CheckpointCapture shape;
-    lay_out(plan, shape);
+    CheckpointCapture shape;  // the offsets only: the restored file holds the arrays
+    const uint64_t elems = lay_out(plan, shape);
     // A file is refused by its header (job, shard, config, the state's shape) before it is inflated.
-    const persist::Expectation expect{checkpoint_id(plan), static_cast<uint32_t>(shape.arrays.size()), shard_elems(shape)};
+    const persist::Expectation expect{checkpoint_id(plan), state_arrays(plan.math.optimizer), elems};
     persist::Restored r = persist::restore_newest(k.dir, expect, checkpoint_key(plan));
     for (const auto& skipped : r.skipped) restore_lines_.push_back(who + ": checkpoint skipped: " + skipped);
     if (!r.checkpoint) {

@@ -25,12 +25,10 @@ void add_hub_peers(const Snapshot& s, size_t j, CounterReport::Job& job) {
     uint64_t last = 0, state = HubPeerCounters::kFingerprintUnknown, differs = 0, srtt = 0, rto = 0;
     for (const auto& lj : s.runtimes[j]->lcores) {
       const HubPeerCounters& c = lj->hub_counters[rack];
-      p.partials_sent += load(c.partials_sent);
-      p.partials_retransmitted += load(c.partials_retransmitted);
-      p.partials_received += load(c.partials_received);
-      p.results_received += load(c.results_received);
+#define PHUB_X(name, help) p.name += load(c.name);
+      PHUB_HUB_PEER_COUNTERS(PHUB_X)
+#undef PHUB_X
       last = std::max(last, load(c.last_answer_tsc));
-      p.states_received += load(c.states_received);
       state = std::max(state, load(c.fingerprint_state));  // differs on any lcore: differs
       differs |= load(c.fingerprint_differs);
       srtt = std::max(srtt, load(c.srtt_tsc));
@@ -134,9 +132,9 @@ std::string format_report(const CounterReport& r) {
   }
   o << (any ? "\n" : " none\n");
   for (const auto& p : r.ports) {
-    o << "port " << p.name << ": rx_packets " << p.stats.rx_packets << " rx_missed " << p.stats.rx_missed
-      << " rx_nombuf " << p.stats.rx_nombuf << " rx_errors " << p.stats.rx_errors << " tx_packets "
-      << p.stats.tx_packets << " tx_errors " << p.stats.tx_errors << "\n";
+    o << "port " << p.name << ":";
+    for (const auto& f : drivers::kPortStatFields) o << " " << f.name << " " << p.stats.*f.member;
+    o << "\n";
   }
   for (const auto& p : r.pools) {
     o << "pool " << p.name << ": size " << p.size << " in_use " << p.in_use << " avail " << p.avail << "\n";

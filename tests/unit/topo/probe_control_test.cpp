@@ -22,7 +22,7 @@ struct Pair {
   static Pair make() {
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    return {LineConn(Fd(fds[0])), LineConn(Fd(fds[1]))};
+    return {LineConn(UniqueFd(fds[0])), LineConn(UniqueFd(fds[1]))};
   }
 };
 

@@ -142,14 +142,9 @@ PortStats EthPort::stats() const noexcept {
   PortStats s;
   rte_eth_stats st{};
   if (rte_eth_stats_get(id_, &st) == 0) {
-    s.rx_packets = st.ipackets;
-    s.rx_bytes = st.ibytes;
-    s.rx_missed = st.imissed;
-    s.rx_errors = st.ierrors;
-    s.rx_nombuf = st.rx_nombuf;
-    s.tx_packets = st.opackets;
-    s.tx_bytes = st.obytes;
-    s.tx_errors = st.oerrors;
+#define PHUB_X(name, dpdk, help) s.name = st.dpdk;
+    PHUB_PORT_STATS(PHUB_X)
+#undef PHUB_X
   }
   return s;
 }

@@ -175,23 +175,8 @@ void drop_families(const engine::CounterReport& r, std::vector<MetricFamily>& ou
 }
 
 void port_families(const engine::CounterReport& r, std::vector<MetricFamily>& out) {
-  struct Field {
-    const char* name;
-    const char* help;
-    uint64_t drivers::PortStats::*member;
-  };
-  constexpr Field kFields[] = {
-      {"rx_packets", "frames the port received", &drivers::PortStats::rx_packets},
-      {"rx_bytes", "bytes the port received", &drivers::PortStats::rx_bytes},
-      {"rx_missed", "frames the port dropped for want of room", &drivers::PortStats::rx_missed},
-      {"rx_errors", "erroneous frames the port received", &drivers::PortStats::rx_errors},
-      {"rx_nombuf", "frames lost for want of an mbuf", &drivers::PortStats::rx_nombuf},
-      {"tx_packets", "frames the port sent", &drivers::PortStats::tx_packets},
-      {"tx_bytes", "bytes the port sent", &drivers::PortStats::tx_bytes},
-      {"tx_errors", "frames the port failed to send", &drivers::PortStats::tx_errors},
-  };
-  for (const auto& f : kFields) {
-    auto fam = family(std::string("phub_port_") + f.name + "_total", f.help, MetricType::Counter);
+  for (const auto& f : drivers::kPortStatFields) {
+    auto fam = family("phub_port_" + std::string(f.name) + "_total", std::string(f.help), MetricType::Counter);
     for (const auto& p : r.ports) fam.metric.push_back(counter({{"port", p.name}}, static_cast<double>(p.stats.*f.member)));
     out.push_back(std::move(fam));
   }

@@ -73,10 +73,9 @@ std::string report_json(const CounterSample& s) {
   }
   Json& ports = w["ports"] = Json::array();
   for (const auto& p : r.ports) {
-    ports.push_back({{"name", p.name}, {"rx_packets", p.stats.rx_packets}, {"rx_bytes", p.stats.rx_bytes},
-                     {"rx_missed", p.stats.rx_missed}, {"rx_errors", p.stats.rx_errors},
-                     {"rx_nombuf", p.stats.rx_nombuf}, {"tx_packets", p.stats.tx_packets},
-                     {"tx_bytes", p.stats.tx_bytes}, {"tx_errors", p.stats.tx_errors}});
+    Json port = {{"name", p.name}};
+    for (const auto& f : drivers::kPortStatFields) port[std::string(f.name)] = p.stats.*f.member;
+    ports.push_back(std::move(port));
   }
   Json& pools = w["pools"] = Json::array();
   for (const auto& p : r.pools) {

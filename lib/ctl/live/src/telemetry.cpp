@@ -103,14 +103,7 @@ int cmd_ports(const char*, const char*, rte_tel_data* d) {
     rte_tel_data* c = rte_tel_data_alloc();
     if (c == nullptr) return -1;
     rte_tel_data_start_dict(c);
-    rte_tel_data_add_dict_u64(c, "rx_packets", p.stats.rx_packets);
-    rte_tel_data_add_dict_u64(c, "rx_bytes", p.stats.rx_bytes);
-    rte_tel_data_add_dict_u64(c, "rx_missed", p.stats.rx_missed);
-    rte_tel_data_add_dict_u64(c, "rx_errors", p.stats.rx_errors);
-    rte_tel_data_add_dict_u64(c, "rx_nombuf", p.stats.rx_nombuf);
-    rte_tel_data_add_dict_u64(c, "tx_packets", p.stats.tx_packets);
-    rte_tel_data_add_dict_u64(c, "tx_bytes", p.stats.tx_bytes);
-    rte_tel_data_add_dict_u64(c, "tx_errors", p.stats.tx_errors);
+    for (const auto& f : drivers::kPortStatFields) rte_tel_data_add_dict_u64(c, std::string(f.name).c_str(), p.stats.*f.member);
     rte_tel_data_add_dict_container(d, p.name.c_str(), c, 0);
   }
   return 0;

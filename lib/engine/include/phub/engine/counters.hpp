@@ -79,6 +79,15 @@ namespace phub::engine {
   X(fwd_replayed, "hub forward whose number the link has seen already (or behind its window): a replay")      \
   X(fwd_link_unready, "a forward not sent: no fresh hub_state exchange with the peer hub yet (no link keys)")
 
+// Per (lcore, job, peer hub) of a hierarchical job: what one lcore counted of another rack's hub
+// (docs/hierarchy.md, "Reachability"). The report sums them over the lcores; every output lists them from here.
+#define PHUB_HUB_PEER_COUNTERS(X)                                                                           \
+  X(partials_sent, "fwd_partial pieces sent to the peer hub as the chunks' home, resends included")        \
+  X(partials_retransmitted, "of those, resends")                                                          \
+  X(partials_received, "verified partial pieces from the peer hub that fit a chunk homed here")           \
+  X(results_received, "verified fwd_results from the peer hub that fit a segment of its chunk")           \
+  X(states_received, "fresh hub_state messages from the peer hub (they echoed this lcore's nonce)")
+
 enum class Drop : uint8_t {
 #define PHUB_X(name, help) name,
   PHUB_DROPS(PHUB_X)

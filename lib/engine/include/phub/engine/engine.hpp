@@ -51,9 +51,10 @@ struct CounterReport {
     struct HubPeer {
       std::string rack;
       uint32_t ipv4 = 0;
-      uint64_t partials_sent = 0, partials_retransmitted = 0, partials_received = 0, results_received = 0;
+#define PHUB_X(name, help) uint64_t name = 0;  // summed over the lcores
+      PHUB_HUB_PEER_COUNTERS(PHUB_X)
+#undef PHUB_X
       uint64_t answer_age_ms = UINT64_MAX;  // since its last verified forward or hub_state (UINT64_MAX: never)
-      uint64_t states_received = 0;         // fresh hub_state messages
       // The resend timer of partials towards it (docs/hierarchy.md), the largest of the lcores': the smoothed
       // round trip from a partial to its result (0: no sample yet) and the wait before a resend.
       uint64_t srtt_us = 0, rto_us = 0;
@@ -85,9 +86,9 @@ struct CounterReport {
   uint64_t tsc_hz = 0;
 };
 
-// The numbers of a peer hub that the outputs show (phub-ctl job, stats --json and
-// Prometheus; not the telemetry commands), from this one table: counters, then gauges; a flag is a gauge of
-// 0 or 1 that phub-ctl job shows in words.
+// The numbers of a peer hub that the outputs show (phub-ctl job, stats --json and Prometheus; not the telemetry
+// commands), from this one table: the counters of PHUB_HUB_PEER_COUNTERS, then gauges; a flag is a gauge of 0
+// or 1 that phub-ctl job shows in words.
 struct HubPeerField {
   std::string_view name;
   std::string_view help;
@@ -96,16 +97,9 @@ struct HubPeerField {
   bool flag = false;
 };
 inline constexpr HubPeerField kHubPeerFields[] = {
-    {"partials_sent", "fwd_partial pieces sent to the peer hub as the chunks' home, resends included",
-     [](const CounterReport::Job::HubPeer& p) { return p.partials_sent; }, false},
-    {"partials_retransmitted", "of those, resends",
-     [](const CounterReport::Job::HubPeer& p) { return p.partials_retransmitted; }, false},
-    {"partials_received", "verified partial pieces from the peer hub that fit a chunk homed here",
-     [](const CounterReport::Job::HubPeer& p) { return p.partials_received; }, false},
-    {"results_received", "verified fwd_results from the peer hub that fit a segment of its chunk",
-     [](const CounterReport::Job::HubPeer& p) { return p.results_received; }, false},
-    {"states_received", "fresh hub_state messages from the peer hub",
-     [](const CounterReport::Job::HubPeer& p) { return p.states_received; }, false},
+#define PHUB_X(name, help) {#name, help, [](const CounterReport::Job::HubPeer& p) { return p.name; }, false},
+    PHUB_HUB_PEER_COUNTERS(PHUB_X)
+#undef PHUB_X
     {"srtt_us", "smoothed time from a partial to the peer hub until its result, in microseconds (0: no sample yet)",
      [](const CounterReport::Job::HubPeer& p) { return p.srtt_us; }, true},
     {"rto_us", "wait for the peer hub's result before partials are sent again, in microseconds",
@@ -170,7 +164,7 @@ class Engine {
   // state after the newest round boundary is copied by its lcore, then this thread writes the file into
   // the job's checkpoint.dir and prunes to checkpoint.keep. Returns the file, or why not: among others,
   // no round boundary and copy within `boundary_wait` plus the time the copy may take for the state's size
-  // (capture_deadline). The heartbeat is called throughout, the write included.
+  // (copy_allowance). The heartbeat is called throughout, the write included.
   [[nodiscard]] Expected<CheckpointWritten, std::string> checkpoint(
       std::string_view job_name, std::chrono::milliseconds boundary_wait = std::chrono::seconds(5));
   // Called by the control thread over and over while a checkpoint waits for its copy or writes its file

@@ -88,12 +88,10 @@ struct ResultBuf {
 // What one lcore saw of one peer hub of a hierarchical job (docs/hierarchy.md, "Reachability"). Written by
 // the lcore (bump), read by the control thread (load).
 struct HubPeerCounters {
-  uint64_t partials_sent = 0;           // pieces sent to it as the chunks' home, resends included
-  uint64_t partials_retransmitted = 0;  // of those, resends
-  uint64_t partials_received = 0;       // verified pieces from it that fit a chunk homed here
-  uint64_t results_received = 0;        // verified fwd_results from it that fit a segment of its chunk
-  uint64_t last_answer_tsc = 0;         // TSC of its last verified forward of the job's epoch or fresh hub_state
-  uint64_t states_received = 0;         // fresh hub_state messages from it (they echoed this lcore's nonce)
+#define PHUB_X(name, help) uint64_t name = 0;
+  PHUB_HUB_PEER_COUNTERS(PHUB_X)
+#undef PHUB_X
+  uint64_t last_answer_tsc = 0;  // TSC of its last verified forward of the job's epoch or fresh hub_state
   // Its hierarchy fingerprint, from its last fresh hub_state: one of the values below, and the components
   // that differ from this hub's (bit i: HubFingerprint::Component i).
   uint64_t fingerprint_state = 0;

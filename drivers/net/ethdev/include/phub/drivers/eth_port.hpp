@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "phub/base/expected.hpp"
 #include "phub/base/mac.hpp"
@@ -23,9 +24,33 @@ struct PortSpec {
   rte_mempool* rx_pool = nullptr;
 };
 
+// A port's counters, each from one field of DPDK's rte_eth_stats: every output (the text report, stats --json,
+// Prometheus, telemetry) lists them from this one table.
+#define PHUB_PORT_STATS(X)                                                      \
+  X(rx_packets, ipackets, "frames the port received")                          \
+  X(rx_bytes, ibytes, "bytes the port received")                               \
+  X(rx_missed, imissed, "frames the port dropped for want of room")            \
+  X(rx_errors, ierrors, "erroneous frames the port received")                  \
+  X(rx_nombuf, rx_nombuf, "frames lost for want of an mbuf")                   \
+  X(tx_packets, opackets, "frames the port sent")                              \
+  X(tx_bytes, obytes, "bytes the port sent")                                   \
+  X(tx_errors, oerrors, "frames the port failed to send")
+
 struct PortStats {
-  uint64_t rx_packets = 0, rx_bytes = 0, rx_missed = 0, rx_errors = 0, rx_nombuf = 0;
-  uint64_t tx_packets = 0, tx_bytes = 0, tx_errors = 0;
+#define PHUB_X(name, dpdk, help) uint64_t name = 0;
+  PHUB_PORT_STATS(PHUB_X)
+#undef PHUB_X
+};
+
+struct PortStatField {
+  std::string_view name;
+  std::string_view help;
+  uint64_t PortStats::*member;
+};
+inline constexpr PortStatField kPortStatFields[] = {
+#define PHUB_X(name, dpdk, help) {#name, help, &PortStats::name},
+    PHUB_PORT_STATS(PHUB_X)
+#undef PHUB_X
 };
 
 class EthPort {

@@ -1,21 +1,21 @@
-// A file descriptor closed when its owner goes.
+// A file descriptor closed when its owner goes (the control socket, phub-probe's sockets).
 #pragma once
 
 #include <unistd.h>
 
 #include <utility>
 
-namespace phub::ctl {
+namespace phub {
 
 class UniqueFd {
  public:
   UniqueFd() = default;
   explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
   UniqueFd& operator=(UniqueFd&& other) noexcept {
     if (this != &other) {
       reset();
-      fd_ = std::exchange(other.fd_, -1);
+      fd_ = other.release();
     }
     return *this;
   }
@@ -25,6 +25,8 @@ class UniqueFd {
 
   [[nodiscard]] int get() const { return fd_; }
   [[nodiscard]] bool valid() const { return fd_ >= 0; }
+  // Gives the descriptor up without closing it.
+  [[nodiscard]] int release() { return std::exchange(fd_, -1); }
   void reset() {
     if (fd_ >= 0) (void)::close(fd_);
     fd_ = -1;
@@ -34,4 +36,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace phub::ctl
+}  // namespace phub
