@@ -57,6 +57,17 @@ bool at_address(const Peer& p, const proto::L2& l2, const proto::Ipv4& ip, const
 }  // namespace
 
 void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept {
+  outcome_ = Outcome::none;
+  route_frame(rx, m, port, s, from_ring);
+  switch (outcome_) {
+    case Outcome::taken: bump(counters_.accepted); break;
+    case Outcome::dropped: bump(counters_.frames_dropped); break;
+    case Outcome::handed_off: break;  // redirected_out
+    case Outcome::none: bump(counters_.unaccounted); break;
+  }
+}
+
+void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept {
   rx.m = m;
   rx.port = port;
   if (rx.port == 0xffff) {
@@ -77,7 +88,7 @@ void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, 
     rte_pktmbuf_free(m);
   };
   auto malformed = [&](proto::ParseError e) {
-    bump(counters_.malformed[static_cast<size_t>(e)]);
+    count_malformed(e);
     rte_pktmbuf_free(m);
   };
 
@@ -141,6 +152,7 @@ void Lcore::hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_
     return rte_pktmbuf_free(m);
   }
   bump(counters_.redirected_out);
+  settle(Outcome::handed_off);
 }
 
 void Lcore::give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept {
@@ -161,7 +173,7 @@ bool Lcore::authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index,
   if (!plan.authenticated) return true;
   rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
   if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) {
-    bump(counters_.malformed[static_cast<size_t>(*e)]);
+    count_malformed(*e);
     return false;
   }
   rx.payload = rx.msg.subspan(proto::kHeaderBytes);
@@ -214,27 +226,29 @@ bool Lcore::may_answer(uint16_t port, const MacAddr& src_mac, uint32_t src_ip, c
 void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
   auto arp = proto::parse_arp(rx.frame, rx.l2);
   if (!arp) {
-    bump(counters_.malformed[static_cast<size_t>(arp.error())]);
+    count_malformed(arp.error());
     return;
   }
   const PortInfo& pi = s.ports[rx.port];
   // A peer hub's MAC is learned from an ARP reply while it is unknown (the answer to this hub's request);
   // a gratuitous or unsolicited claim later changes nothing. Verified forwards keep it current.
   if (arp->op == proto::ArpOp::reply && arp->target_ip == pi.ipv4) learn_hub_mac(s, arp->sender_ip, arp->sender_mac);
-  if (arp->op != proto::ArpOp::request || arp->target_ip != pi.ipv4) return;
+  if (arp->op == proto::ArpOp::reply && arp->target_ip == pi.ipv4) return take();
+  if (arp->op != proto::ArpOp::request || arp->target_ip != pi.ipv4) return count_drop(Drop::not_for_us);
   // The answer goes to the sender hardware address: neither it nor the frame's source may be a group.
   if ((arp->sender_mac[0] & 0x01) != 0) return count_drop(Drop::reply_source_refused);
   if (!may_answer(rx.port, rx.l2.src, arp->sender_ip, s)) return;
   rte_mbuf* r = drivers::alloc_arp_reply(r_.hdr_pool, *arp, pi.mac, pi.ipv4);
   if (r == nullptr) return count_drop(Drop::no_mbuf);
   bump(counters_.arp_replies);
+  take();
   tx_[rx.port].add(r, counters_);
 }
 
 void Lcore::handle_icmp(rte_mbuf* m, Rx& rx, const Snapshot& s) noexcept {
   auto echo = proto::parse_icmp_echo_request(rx.frame, rx.ip);
   if (!echo) {
-    bump(counters_.malformed[static_cast<size_t>(echo.error())]);
+    count_malformed(echo.error());
     rte_pktmbuf_free(m);
     return;
   }
@@ -245,6 +259,7 @@ void Lcore::handle_icmp(rte_mbuf* m, Rx& rx, const Snapshot& s) noexcept {
   proto::icmp_echo_reply_in_place(rx.frame, rx.l2, rx.ip, *echo);
   m->ol_flags = 0;
   bump(counters_.icmp_replies);
+  take();
   tx_[rx.port].add(m, counters_);
 }
 
@@ -257,7 +272,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   };
   rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
   if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) {
-    bump(counters_.malformed[static_cast<size_t>(*e)]);
+    count_malformed(*e);
     rte_pktmbuf_free(m);
     return;
   }
@@ -285,6 +300,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     } else {
       on_forward(rx, plan, lj);
     }
+    take();  // unless the handler named a drop
     return consume(m);
   }
   if (rx.hdr.rank >= plan.math.workers) return drop(Drop::bad_rank);
@@ -303,6 +319,7 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
   if ((rx.hdr.flags & proto::flag::retransmit) != 0) bump(lj.counters.retransmits_seen);
   if (rx.hdr.opcode == proto::Opcode::join) {
     on_join(rx, plan, lj);
+    take();
     return consume(m);
   }
   // Packets of another epoch (old workers of a restarted job, or workers that have not seen the restart
@@ -367,11 +384,13 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
       break;
     case proto::Opcode::probe_request:
       on_probe(m, rx, lj);
+      take();
       return;  // the mbuf became the reply
     default:
       count_drop(lj, Drop::unexpected_opcode);
       break;
   }
+  take();
   consume(m);
 }
 

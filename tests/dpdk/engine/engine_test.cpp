@@ -21,19 +21,6 @@ namespace {
 
 using engine::Drop;
 
-proto::Header push_header(const proto::Layout& l, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank,
-                          Dtype d) {
-  proto::Header h;
-  h.opcode = proto::Opcode::push;
-  h.dtype = d;
-  h.rank = rank;
-  h.round = round;
-  h.chunk_id = chunk;
-  h.elem_offset = l.segment_offset(seg);
-  h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(chunk), seg));
-  return h;
-}
-
 std::vector<float> segment_values(const proto::Layout& l, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank) {
   const uint32_t off = l.segment_offset(seg);
   std::vector<float> v(l.segment_count_elems(l.chunk(chunk), seg));

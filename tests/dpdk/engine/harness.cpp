@@ -51,6 +51,19 @@ RingLink::~RingLink() {
   for (auto* r : to_worker_) rte_ring_free(r);
 }
 
+proto::Header push_header(const proto::Layout& l, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank,
+                          Dtype d) {
+  proto::Header h;
+  h.opcode = proto::Opcode::push;
+  h.dtype = d;
+  h.rank = rank;
+  h.round = round;
+  h.chunk_id = chunk;
+  h.elem_offset = l.segment_offset(seg);
+  h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(chunk), seg));
+  return h;
+}
+
 config::Job make_job(uint32_t id, uint16_t workers, std::vector<uint64_t> key_elems, Dtype d) {
   config::Job j;
   j.id = id;
@@ -109,6 +122,7 @@ proto::FlowAddrs Workers::addrs(uint16_t rank, uint16_t server_udp_port) const {
 }
 
 void Workers::send_frame(const std::vector<std::byte>& frame, uint16_t q) {
+  if (record != nullptr) record->push_back(frame);
   rte_mbuf* m = rte_pktmbuf_alloc(pool_.get());
   ASSERT_NE(m, nullptr);
   auto* p = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));

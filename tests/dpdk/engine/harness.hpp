@@ -86,6 +86,8 @@ class Workers {
   [[nodiscard]] uint16_t queues() const { return queues_; }
   // Other frames received (ARP replies, ICMP), raw.
   std::vector<std::vector<std::byte>> other;
+  // When set, every frame sent is also appended here (a recording to replay or mutate).
+  std::vector<std::vector<std::byte>>* record = nullptr;
   // Where every rank sends from: UDP port 50000 + udp_port_shift + rank, IPv4 server + 100 + ip_shift + rank
   // (a test moves the workers by changing them).
   uint16_t udp_port_shift = 0;
@@ -133,6 +135,9 @@ struct StartedEngine {
   std::unique_ptr<Workers> workers;
 };
 
+// The header of rank `rank`'s push of segment `seg` of `chunk` in `round`.
+proto::Header push_header(const proto::Layout& l, uint32_t chunk, uint32_t seg, uint32_t round, uint16_t rank,
+                          Dtype d);
 // Values a rank pushes: small integers, so every sum is exact in fp32/bf16/fp16.
 float gradient(uint16_t rank, uint32_t round, uint32_t chunk, uint32_t elem);
 std::vector<std::byte> encode(const std::vector<float>& v, Dtype d);

@@ -118,6 +118,11 @@ void check_counters(const engine::Engine& engine, const std::vector<std::unique_
   const uint64_t handed = tally.misdirected - std::min(tally.misdirected, shed);
   m.equal("redirected_out (frames sent to a non-owning lcore)", t.lcores.redirected_out, handed);
   m.equal("redirected_in", t.lcores.redirected_in, handed);
+  // Every frame an lcore received was accepted, dropped (named or malformed) or handed off.
+  m.equal("unaccounted frames", t.lcores.unaccounted, 0);
+  m.equal("frames received (rx_packets + redirected_in) against accepted + frames_dropped + redirected_out",
+          t.lcores.rx_packets + t.lcores.redirected_in,
+          t.lcores.accepted + t.lcores.frames_dropped + t.lcores.redirected_out);
   if (const std::string text = m.text(); !text.empty()) {
     throw Failure("the server's counters disagree with the schedule:" + text + "\n  all counters:\n" +
                   engine.format_counters());

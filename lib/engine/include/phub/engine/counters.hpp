@@ -111,6 +111,10 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(icmp_replies, "ICMP echo requests answered")                                              \
   X(redirected_out, "frames handed to the owning lcore through its ring")                    \
   X(redirected_in, "frames received from another lcore's ring")                              \
+  X(accepted, "frames a handler took: summed, answered, learnt from, or a duplicate answered again")        \
+  X(frames_dropped, "frames dropped for a named reason (drops) or malformed")                              \
+  X(unaccounted, "frames no handler named an outcome for (0 unless a path is missed: every frame is "        \
+                 "accepted, dropped or handed off)")                                                        \
   X(results_copied, "result payloads copied into their frames (ports[].tx_copy, or a port that cannot send chains)")    \
   X(idle_sleeps, "short sleeps after a run of empty polls")                                   \
   X(loops, "main loop iterations")                                                            \

@@ -83,7 +83,9 @@ class Lcore {
 
   // `port`: index of the port the frame arrived on (0xffff: unknown).
   // `rx` is the loop's one scratch record, refilled by each frame's parse (not zeroed per frame).
+  // Counts the frame under its outcome (settle).
   void handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept;
+  void route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept;
   // A received frame that is done with: freed with the rest of its burst (release_consumed).
   void consume(rte_mbuf* m) noexcept {
     if (consumed_n_ == kMaxBurst) release_consumed();
@@ -274,9 +276,28 @@ class Lcore {
   static void chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept;
   bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf,
                    uint32_t round, uint32_t seg, uint16_t rank, Peer& peer) noexcept;
+  // What became of the frame being handled: the first outcome named wins (a push that is taken and whose
+  // result then finds no mbuf stays taken). handle_frame counts each frame under its outcome: accepted,
+  // frames_dropped (a named drop or malformed), redirected_out, or unaccounted when no handler named one.
+  enum class Outcome : uint8_t { none, taken, dropped, handed_off };
+  void settle(Outcome o) noexcept {
+    if (outcome_ == Outcome::none) outcome_ = o;
+  }
+  // A handler took the frame: it is summed, answered, learnt from, or a duplicate that is answered again.
+  void take() noexcept { settle(Outcome::taken); }
   // A drop no job is known for, and one counted against a job.
-  void count_drop(Drop d) noexcept { bump(counters_.drops[static_cast<size_t>(d)]); }
-  static void count_drop(LcoreJob& lj, Drop d) noexcept { bump(lj.counters.drops[static_cast<size_t>(d)]); }
+  void count_drop(Drop d) noexcept {
+    bump(counters_.drops[static_cast<size_t>(d)]);
+    settle(Outcome::dropped);
+  }
+  void count_drop(LcoreJob& lj, Drop d) noexcept {
+    bump(lj.counters.drops[static_cast<size_t>(d)]);
+    settle(Outcome::dropped);
+  }
+  void count_malformed(proto::ParseError e) noexcept {
+    bump(counters_.malformed[static_cast<size_t>(e)]);
+    settle(Outcome::dropped);
+  }
 
   LcoreResources r_;
   LcoreCounters counters_;
@@ -298,6 +319,7 @@ class Lcore {
   std::vector<AnswerBucket> answers_;  // per port: ARP and ICMP answers (may_answer)
   const Snapshot* snap_ = nullptr;
   uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
+  Outcome outcome_ = Outcome::none;  // of the frame being handled (settle)
   uint32_t seq_ = 0;
   static constexpr uint16_t kMaxBurst = 32;  // frames taken from a queue or inbox at once
   static constexpr uint32_t kStoppedCopiesPerCall = 1024;  // copy_captures calls per stopped lcore's serving
