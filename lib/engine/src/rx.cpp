@@ -232,8 +232,10 @@ void Lcore::handle_arp(const Rx& rx, const Snapshot& s) noexcept {
   const PortInfo& pi = s.ports[rx.port];
   // A peer hub's MAC is learned from an ARP reply while it is unknown (the answer to this hub's request);
   // a gratuitous or unsolicited claim later changes nothing. Verified forwards keep it current.
-  if (arp->op == proto::ArpOp::reply && arp->target_ip == pi.ipv4) learn_hub_mac(s, arp->sender_ip, arp->sender_mac);
-  if (arp->op == proto::ArpOp::reply && arp->target_ip == pi.ipv4) return take();
+  if (arp->op == proto::ArpOp::reply && arp->target_ip == pi.ipv4) {
+    learn_hub_mac(s, arp->sender_ip, arp->sender_mac);
+    return take();
+  }
   if (arp->op != proto::ArpOp::request || arp->target_ip != pi.ipv4) return count_drop(Drop::not_for_us);
   // The answer goes to the sender hardware address: neither it nor the frame's source may be a group.
   if ((arp->sender_mac[0] & 0x01) != 0) return count_drop(Drop::reply_source_refused);
@@ -494,6 +496,8 @@ void Lcore::on_data(Rx& rx, const JobPlan& plan, LcoreJob& lj, uint64_t now) noe
   if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);  // before the next round can change it
   const PushResult result = contribute(m, c, rx.hdr.rank, rx.hdr.round, seg, rx.payload.data(), now, intent);
   if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
+  // Counted, or a duplicate answered again: taken, whatever sending the results then meets.
+  if (push_taken(result)) take();
   switch (result) {
     case PushResult::accepted:
       bump(lj.counters.pushes);

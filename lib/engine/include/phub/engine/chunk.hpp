@@ -155,6 +155,8 @@ enum class PushResult : uint8_t {
   hparams_unknown,     // ps: the round's first contribution names a set the lcore does not hold; not counted
   hparams_mismatch,    // ps: names another hyperparameter set than the round's first contribution did; not counted
 };
+// The push was summed, or is a duplicate answered again (the results before `ahead`); the rest are refused.
+[[nodiscard]] constexpr bool push_taken(PushResult r) noexcept { return r < PushResult::ahead; }
 
 // Rounds compared modulo JobMath::round_modulus: the signed distance a - b, centred on 0.
 [[nodiscard]] int64_t round_delta(const JobMath& m, uint32_t a, uint32_t b) noexcept;

@@ -276,9 +276,10 @@ class Lcore {
   static void chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept;
   bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf,
                    uint32_t round, uint32_t seg, uint16_t rank, Peer& peer) noexcept;
-  // What became of the frame being handled: the first outcome named wins (a push that is taken and whose
-  // result then finds no mbuf stays taken). handle_frame counts each frame under its outcome: accepted,
+  // What became of the frame being handled: the first outcome named wins (a push is taken once summed, so one
+  // whose result then finds no mbuf stays taken). handle_frame counts each frame under its outcome: accepted,
   // frames_dropped (a named drop or malformed), redirected_out, or unaccounted when no handler named one.
+  // handle_phub takes a frame whose handler returned without naming a drop.
   enum class Outcome : uint8_t { none, taken, dropped, handed_off };
   void settle(Outcome o) noexcept {
     if (outcome_ == Outcome::none) outcome_ = o;
