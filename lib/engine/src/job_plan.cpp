@@ -64,6 +64,7 @@ Expected<JobPlan, std::string> plan_job(const config::Job& job, uint16_t lcores,
     p.key = proto::derive_key(job.secret, job.id);
     p.handshake_key = proto::handshake_key(p.key);
   }
+  p.gate = !p.authenticated ? GateMode::open : job.sessions ? GateMode::sessions : GateMode::job_key;
   p.rate_per_lcore_pps = job.rate_limit_pps == 0 ? 0 : (job.rate_limit_pps + lcores - 1) / lcores;
   p.answer_bytes_per_lcore_s = job.answer_bytes_per_s == 0 ? 0 : (job.answer_bytes_per_s + lcores - 1) / lcores;
   p.first_owner = static_cast<uint16_t>(job.shard_index * lcores);

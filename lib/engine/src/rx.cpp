@@ -17,6 +17,7 @@
 #include "phub/proto/handshake.hpp"
 #include "phub/proto/probe_reflect.hpp"
 #include "phub/proto/session_packet.hpp"
+#include "gate.hpp"
 #include "rx_frame.hpp"
 
 namespace phub::engine {
@@ -24,15 +25,6 @@ namespace phub::engine {
 
 namespace {
 
-
-bool source_allowed(const config::Job& job, uint32_t ip) noexcept {
-  if (job.allowed_sources.empty()) return true;
-  for (const auto& p : job.allowed_sources) {
-    const uint32_t mask = ipv4_netmask(p.prefix_len);
-    if ((ip & mask) == (p.addr & mask)) return true;
-  }
-  return false;
-}
 
 // Where the rank's packets now come from: results and errors go there (the cached headers are rewritten).
 // A new address proves itself again, unless the way it was learned proved it (a session's keys needed the
@@ -52,6 +44,28 @@ void set_address(Peer& p, const MacAddr& mac, uint32_t ip, uint16_t udp_port, ui
 bool at_address(const Peer& p, const proto::L2& l2, const proto::Ipv4& ip, const proto::Udp& udp,
                 uint16_t port) noexcept {
   return p.known && p.ip == ip.src && p.udp_port == udp.src_port && mac_equal(p.mac, l2.src) && p.port == port;
+}
+
+// What a handed-off frame carries in its hash field (the RSS hash is not read after the gate): the job whose
+// slot it holds (its id, and its index in the sender's snapshot), and the gate's verdict (passed, and under
+// which key) with the low bits of the sender's snapshot generation. The owner takes the verdict under the
+// same snapshot only: a reload in between (a secret changed) gates the frame again.
+struct HandoffStamp {
+  uint32_t job_id = 0;
+  uint16_t job_index = 0;
+  bool previous_key = false;
+  uint8_t generation = 0;
+};
+
+void stamp(rte_mbuf* m, const HandoffStamp& h) noexcept {
+  m->hash.fdir.lo = h.job_id;
+  m->hash.fdir.hi = h.job_index | (h.previous_key ? 1u << 16 : 0u) | static_cast<uint32_t>(h.generation) << 24;
+}
+
+HandoffStamp stamp_of(const rte_mbuf* m) noexcept {
+  const uint32_t hi = m->hash.fdir.hi;
+  return HandoffStamp{m->hash.fdir.lo, static_cast<uint16_t>(hi & 0xffff), (hi & (1u << 16)) != 0,
+                      static_cast<uint8_t>(hi >> 24)};
 }
 
 }  // namespace
@@ -121,18 +135,54 @@ void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, b
   }
   const uint16_t job = s.port_to_job[rx.udp.dst_port];
   if (job == 0) return drop(Drop::unknown_port);
-  const uint16_t owner = static_cast<uint16_t>(rx.udp.dst_port - s.jobs[job - 1]->cfg.port_base);
-  if (owner != r_.index) {
-    if (from_ring || owner >= r_.outbox.size() || r_.outbox[owner] == nullptr) return drop(Drop::wrong_owner);
-    // A hand-off ring is shared by every job: what cannot be a job's own packet does not take a slot.
-    if (!authentic_for_handoff(rx, s, static_cast<uint16_t>(job - 1), owner)) return rte_pktmbuf_free(m);
-    hand_off(m, s, static_cast<uint16_t>(job - 1), owner, pi.port_id);
-    return;
-  }
-  handle_phub(m, rx, s, static_cast<uint16_t>(job - 1));
+  const auto job_index = static_cast<uint16_t>(job - 1);
+  const auto owner = static_cast<uint16_t>(rx.udp.dst_port - s.jobs[job_index]->cfg.port_base);
+  const bool mine = owner == r_.index;
+  if (!mine && (from_ring || owner >= r_.outbox.size() || r_.outbox[owner] == nullptr)) return drop(Drop::wrong_owner);
+  rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
+  if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) return malformed(*e);
+  rx.payload = rx.msg.subspan(proto::kHeaderBytes);
+  if (mine) bump(counters_.rx_messages[static_cast<size_t>(rx.hdr.opcode)]);
+  // From here on the UDP port names the job: drops are counted against it.
+  if (!pass_gate(rx, s, job_index, owner, from_ring)) return rte_pktmbuf_free(m);
+  if (!mine) return hand_off(m, s, job_index, owner, pi.port_id, rx.previous_key);
+  handle_phub(m, rx, s, job_index);
 }
 
-void Lcore::hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id) noexcept {
+bool Lcore::pass_gate(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner, bool from_ring) noexcept {
+  LcoreJob& lj = *s.lcore_jobs[r_.index][job_index];
+  rx.credited = nullptr;
+  rx.session = nullptr;
+  if (from_ring) {
+    const HandoffStamp st = stamp_of(rx.m);
+    if (st.generation == static_cast<uint8_t>(s.generation)) {
+      // The sender's verdict: the tag or handshake is not checked again. A join's payload is read again (its
+      // form was checked with its handshake).
+      rx.previous_key = st.previous_key;
+      if (rx.hdr.opcode != proto::Opcode::join) return true;
+      if (auto j = proto::parse_join_payload(rx.payload)) {
+        rx.join = *j;
+        return true;
+      }
+      count_drop(lj, Drop::bad_request);
+      return false;
+    }
+  }
+  GateSite site;
+  if (owner != r_.index) site = GateSite{.owner = false, .owner_board = s.lcore_jobs[owner][job_index]->session_board.get()};
+  const GateVerdict v = gate_packet(GatePacket{rx.hdr, rx.msg, rx.ip.src}, *s.jobs[job_index], now_tsc_, site,
+                                    [&s](uint32_t id) { return s.job_by_id(id) >= 0; });
+  if (!v.passed()) {
+    count_drop(lj, v.drop);
+    return false;
+  }
+  rx.previous_key = v.previous_key;
+  rx.join = v.join;
+  return true;
+}
+
+void Lcore::hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id,
+                     bool previous_key) noexcept {
   // Each job may hold only its share of the slots of the rings towards the owner: a flood of one job is
   // dropped against that job, and the other jobs' frames always find a slot.
   LcoreJob& at_owner = *s.lcore_jobs[owner][job_index];
@@ -143,9 +193,7 @@ void Lcore::hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_
     return rte_pktmbuf_free(m);
   }
   m->port = port_id;  // some PMDs (net_ring) leave the sender's port id here
-  // Which job's slot the frame holds, for the owner to give back (the RSS hash is not read after here).
-  m->hash.fdir.lo = s.jobs[job_index]->cfg.id;
-  m->hash.fdir.hi = job_index;
+  stamp(m, HandoffStamp{s.jobs[job_index]->cfg.id, job_index, previous_key, static_cast<uint8_t>(s.generation)});
   if (rte_ring_sp_enqueue(r_.outbox[owner], m) != 0) {
     at_owner.handoff_held.fetch_sub(1, std::memory_order_relaxed);
     count_drop(Drop::ring_full);
@@ -158,43 +206,14 @@ void Lcore::hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_
 void Lcore::give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept {
   // The job by the index the sender saw, else by id (a reload between the two snapshots moved it). A job
   // gone since holds nothing here; one whose LcoreJob was replaced starts from 0, hence no underflow.
-  const uint32_t id = m->hash.fdir.lo;
-  int j = m->hash.fdir.hi < s.jobs.size() && s.jobs[m->hash.fdir.hi]->cfg.id == id ? static_cast<int>(m->hash.fdir.hi)
-                                                                                     : s.job_by_id(id);
+  const HandoffStamp st = stamp_of(m);
+  int j = st.job_index < s.jobs.size() && s.jobs[st.job_index]->cfg.id == st.job_id ? static_cast<int>(st.job_index)
+                                                                                     : s.job_by_id(st.job_id);
   if (j < 0) return;
   std::atomic<uint32_t>& held = s.lcore_jobs[r_.index][static_cast<size_t>(j)]->handoff_held;
   uint32_t v = held.load(std::memory_order_relaxed);
   while (v != 0 && !held.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
   }
-}
-
-bool Lcore::authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner) noexcept {
-  const JobPlan& plan = *s.jobs[job_index];
-  if (!plan.authenticated) return true;
-  rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
-  if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) {
-    count_malformed(*e);
-    return false;
-  }
-  rx.payload = rx.msg.subspan(proto::kHeaderBytes);
-  if (rx.hdr.job_id == plan.cfg.id) {
-    // Joins carry the (stateless) handshake tag. The other packets of a rank in a sessions job carry the tag of
-    // one of the rank's sessions with the owner, which its session board shows (the owner checks the number
-    // and the payload MAC): a forged one takes no slot of the job's share.
-    if (rx.hdr.opcode == proto::Opcode::join) {
-      if (accept_join_of(rx, plan)) return true;
-    } else if (plan.cfg.sessions && !proto::opcode_is_hub(rx.hdr.opcode)) {
-      const SessionBoard* board = s.lcore_jobs[owner][job_index]->session_board.get();
-      if (board != nullptr && board->tag_matches(rx.hdr.rank, rx.msg.first<proto::kHeaderBytes>())) return true;
-    } else if (verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
-      return true;
-    }
-  }
-  // Counted here as the owner would count it; the owner never sees it.
-  count_drop(*s.lcore_jobs[r_.index][job_index],
-             rx.hdr.job_id != plan.cfg.id ? (s.job_by_id(rx.hdr.job_id) < 0 ? Drop::unknown_job : Drop::job_port_mismatch)
-                                          : Drop::bad_tag);
-  return false;
 }
 
 bool Lcore::may_answer(uint16_t port, const MacAddr& src_mac, uint32_t src_ip, const Snapshot& s) noexcept {
@@ -266,37 +285,16 @@ void Lcore::handle_icmp(rte_mbuf* m, Rx& rx, const Snapshot& s) noexcept {
 }
 
 void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept {
-  // From here on the UDP port names the job: drops are counted against it.
+  // Past the gate (pass_gate): authentic as far as the job's mode can tell before its session opens, and
+  // from a rank of this rack at an allowed source, or a hub forward of a hierarchical job.
   LcoreJob& lj = *s.lcore_jobs[r_.index][job_index];
   auto drop = [&](Drop d) {
     count_drop(lj, d);
     rte_pktmbuf_free(m);
   };
-  rx.msg = std::span<const std::byte>(rx.frame).subspan(rx.udp.payload_offset, rx.udp.payload_bytes);
-  if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) {
-    count_malformed(*e);
-    rte_pktmbuf_free(m);
-    return;
-  }
-  bump(counters_.rx_messages[static_cast<size_t>(rx.hdr.opcode)]);
-  rx.payload = rx.msg.subspan(proto::kHeaderBytes);
-
   const JobPlan& plan = *s.jobs[job_index];
-  if (rx.hdr.job_id != plan.cfg.id) return drop(s.job_by_id(rx.hdr.job_id) < 0 ? Drop::unknown_job : Drop::job_port_mismatch);
-  rx.previous_key = false;
-  rx.credited = nullptr;
-  rx.session = nullptr;
-  // A join carries the handshake tag over header and payload; a rank's other packets in a sessions job are
-  // session packets, opened below once the rank is known; everything else carries the job key's tag.
-  const bool session_packet = plan.cfg.sessions && !proto::opcode_is_hub(rx.hdr.opcode);
-  if (rx.hdr.opcode == proto::Opcode::join) {
-    if (!accept_join_of(rx, plan)) return drop(plan.authenticated ? Drop::bad_tag : Drop::bad_request);
-  } else if (plan.authenticated && !session_packet && !verify(plan, rx.msg.first<proto::kHeaderBytes>(), rx.previous_key)) {
-    return drop(Drop::bad_tag);
-  }
-  // Hub forwards name a rack, not a rank: they never reach a rank's address. A flat job has no hubs.
+  // Hub forwards name a rack, not a rank: they never reach a rank's address.
   if (proto::opcode_is_hub(rx.hdr.opcode)) {
-    if (plan.hub == nullptr) return drop(Drop::unexpected_opcode);
     if (rx.hdr.opcode == proto::Opcode::hub_state) {
       on_hub_state(rx, plan, lj);
     } else {
@@ -305,18 +303,12 @@ void Lcore::handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_ind
     take();  // unless the handler named a drop
     return consume(m);
   }
-  if (rx.hdr.rank >= plan.math.workers) return drop(Drop::bad_rank);
-  if (hierarchical(plan.math) && plan.math.hub.rack_of_rank[rx.hdr.rank] != plan.math.hub.my_rack) {
-    return drop(Drop::rank_elsewhere);
-  }
-  if (!source_allowed(plan.cfg, rx.ip.src) ||
-      (!plan.cfg.worker_ipv4.empty() && plan.cfg.worker_ipv4[rx.hdr.rank] != rx.ip.src)) {
-    return drop(Drop::source_not_allowed);
-  }
   // Charged only once authentic (docs/security.md, "Charged after authentication"): a join's tag and a
   // job-key tag are checked above, a session packet's here, before it spends a token of the job's rate.
   const uint64_t now = now_tsc_;
-  if (rx.hdr.opcode != proto::Opcode::join && session_packet && !open_session(rx, plan, lj)) return consume(m);
+  if (rx.hdr.opcode != proto::Opcode::join && plan.gate == GateMode::sessions && !open_session(rx, plan, lj)) {
+    return consume(m);
+  }
   if (!lj.admit_packet(now, s.tsc_hz, plan.rate_per_lcore_pps)) return drop(Drop::rate_limited);
   if ((rx.hdr.flags & proto::flag::retransmit) != 0) bump(lj.counters.retransmits_seen);
   if (rx.hdr.opcode == proto::Opcode::join) {
@@ -621,15 +613,6 @@ void Lcore::on_rerequest(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   }
 }
 
-bool Lcore::verify(const JobPlan& plan, std::span<const std::byte, proto::kHeaderBytes> wire,
-                   bool& previous) const noexcept {
-  previous = false;
-  if (proto::verify_header(plan.key, wire)) return true;
-  if (plan.previous_until_tsc == 0 || now_tsc_ >= plan.previous_until_tsc) return false;
-  previous = proto::verify_header(plan.previous_key, wire);
-  return previous;
-}
-
 void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   bump(lj.counters.joins);
   const proto::Header& h = rx.hdr;
@@ -769,24 +752,6 @@ bool Lcore::take_confirm(const Rx& rx, const JobPlan& plan, LcoreJob& lj, Peer& 
   set_address(p, cur.mac, cur.reply.ipv4, cur.reply.udp_port, cur.port, true);
   p.previous_key = rx.previous_key;
   bump(lj.counters.sessions_established);
-  return true;
-}
-
-bool Lcore::accept_join_of(Rx& rx, const JobPlan& plan) const noexcept {
-  rx.previous_key = false;
-  std::optional<proto::JoinPayload> p;
-  if (!plan.authenticated) {
-    p = proto::parse_join_payload(rx.payload);
-  } else {
-    const auto wire = rx.msg.first<proto::kHeaderBytes>();
-    p = proto::accept_join(plan.handshake_key, wire, rx.payload);
-    if (!p && plan.previous_until_tsc != 0 && now_tsc_ < plan.previous_until_tsc) {
-      p = proto::accept_join(plan.previous_handshake_key, wire, rx.payload);
-      rx.previous_key = p.has_value();
-    }
-  }
-  if (!p) return false;
-  rx.join = *p;
   return true;
 }
 

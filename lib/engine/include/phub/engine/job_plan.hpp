@@ -19,12 +19,22 @@ namespace phub::engine {
 
 struct HubPlan;  // hierarchy.hpp
 
+// Which gate a job's packets pass (lib/engine/src/gate.hpp).
+enum class GateMode : uint8_t {
+  open,      // no secret: a join's payload is checked, nothing is tagged
+  job_key,   // every packet carries the job key's tag; a join the handshake's
+  sessions,  // a join carries the handshake's tag, a hub forward the job key's; a rank's other packets are
+             // session packets, opened by the owner (its window and payload MAC); another lcore checks
+             // their tag on the owner's session board before it hands them over
+};
+
 struct JobPlan {
   config::Job cfg;
   proto::Layout layout;
   JobMath math;
   proto::AuthKey key;
   bool authenticated = false;  // the job has a secret: every packet must carry its tag
+  GateMode gate = GateMode::open;
   // A rotated secret: packets tagged with the previous key are still accepted until previous_until_tsc.
   proto::AuthKey previous_key;
   uint64_t previous_until_tsc = 0;  // 0: no previous key

@@ -102,13 +102,15 @@ class Lcore {
   // answers per port (a token bucket). Counts the refusal.
   bool may_answer(uint16_t port, const MacAddr& src_mac, uint32_t src_ip, const Snapshot& s) noexcept;
   void handle_phub(rte_mbuf* m, Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
-  // Before a frame of an authenticated job goes to lcore `owner`'s hand-off ring: its header parses and its
-  // tag is the job's handshake or job key's, or (a sessions job) one of the rank's sessions' with the owner
-  // (its session board). The owner checks again. Counts and returns false otherwise.
-  bool authentic_for_handoff(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner) noexcept;
-  // Enqueue a frame of job `job_index` for lcore `owner`, within the job's share of the slots (else counted
-  // handoff_share_full against the job and freed); the owner gives the slot back as it dequeues.
-  void hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id) noexcept;
+  // The job's gate (gate.hpp) on the phub packet in rx, once per frame: on the lcore that received it, before
+  // a hand-off to lcore `owner`; the owner takes the verdict the frame carries (from_ring). Fills
+  // rx.previous_key and rx.join; counts a drop against the job and returns false.
+  bool pass_gate(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner, bool from_ring) noexcept;
+  // Enqueue a frame of job `job_index` that passed the gate for lcore `owner`, within the job's share of the
+  // slots (else counted handoff_share_full against the job and freed), stamped with the gate's verdict; the
+  // owner gives the slot back as it dequeues.
+  void hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id,
+                bool previous_key) noexcept;
   void give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept;
   // Queue a reply of the job on port `port` within the job's guarantee of the transmit buffers or what it
   // may borrow (else counted tx_share_full against the job and freed): true if queued.
@@ -133,9 +135,6 @@ class Lcore {
   // Whether a frame of `frame_bytes` may go to `peer`: always once it proved its address, before only
   // against its credit (spent). Counts what it holds back.
   bool within_amplification_limit(LcoreJob& lj, Peer& peer, size_t frame_bytes) noexcept;
-  // The job's current key, and the previous one while a rotation's overlap lasts: the tag of `wire` is
-  // checked against either; `previous` says which matched. False if neither does.
-  bool verify(const JobPlan& plan, std::span<const std::byte, proto::kHeaderBytes> wire, bool& previous) const noexcept;
   // Sign a message to `peer` with the key its own packets carry.
   static void sign_for(const JobPlan& plan, const Peer& peer, std::span<std::byte, proto::kHeaderBytes> wire) noexcept;
   // Seal a written message to a rank: in a sessions job under `session` (its next number; a payload MAC of
@@ -143,10 +142,6 @@ class Lcore {
   // False, counted no_session, when a sessions job has no valid session to seal under.
   bool seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSession* session,
                 std::span<std::byte, proto::kHeaderBytes> wire, std::span<const std::byte> payload) noexcept;
-  // A join's check: its handshake tag under the job's handshake key (or the previous one in a rotation's
-  // overlap; rx.previous_key says which) and its payload's form. Fills rx.join. Without a secret, the
-  // payload's form only.
-  [[nodiscard]] bool accept_join_of(Rx& rx, const JobPlan& plan) const noexcept;
   // A session packet of a sessions job: opened under the rank's current session, else under the former one
   // (an epoch_mismatch answer at most). True when it opened under current (rx.session); otherwise counted,
   // and answered only as said.
