@@ -53,6 +53,11 @@ def main():
                os.path.join(a.out, "weights-rank%d.pt" % rank))
     print("launch_train: %s phub rank %d of %d; loss %.4f -> %.4f" % (
         phub.launch.describe(found), client_rank, client_workers, losses[0], losses[-1]), flush=True)
+    # Every rank reaches the barrier before any tears gloo down: a rank that destroyed its group while a
+    # peer's DDP still held a pending gloo pair once aborted that peer at exit ("terminate called without an
+    # active exception", 1 run in 4 of the mpirun leg).
+    dist.barrier()
+    del ddp
     dist.destroy_process_group()
 
 
