@@ -17,7 +17,8 @@ return {
   ports = {
     {
       name = "demo0",
-      -- One RX/TX queue pair per worker lcore: qpairs must match the number of lcores below. The kernel
+      -- One RX/TX queue pair per worker lcore: qpairs must be at least the number of lcores below (each
+      -- needs a TX queue; validation says so), and every RX queue is polled (docs/config.md, "Queues"). The kernel
       -- drops what does not fit in a queue's ring, unseen by any counter of DPDK's af_packet PMD: 4096
       -- frames of 2 KiB per queue hold a round's bursts of the four demo workers (the PMD's default, 512,
       -- lost about a thousand pushes per run command).

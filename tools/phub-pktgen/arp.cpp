@@ -51,7 +51,7 @@ bool Generator::arp_exchange(Clock::time_point until) {
     }
     // On memif the reply comes back on queue 0 (the server lcore that got the request on its queue 0
     // answers); on af_packet or tap the kernel's fan-out or RSS may put it on any queue.
-    for (uint16_t q = 0; q < port_->queues(); ++q) {
+    for (uint16_t q = 0; q < port_->rx_queues(); ++q) {
       const uint16_t n = port_->rx(q, pkts, 32);
       for (uint16_t i = 0; i < n; ++i) {
         const auto arp = drivers::arp_of(pkts[i]);

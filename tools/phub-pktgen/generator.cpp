@@ -43,7 +43,8 @@ Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenCon
 
   drivers::PortSpec spec;
   spec.devargs = cfg.port.devargs;
-  spec.queues = queues;
+  spec.rx_queues = queues;
+  spec.tx_queues = queues;
   spec.mtu = t.mtu;
   spec.rx_pool = g->full_pool_.get();
   auto port = drivers::EthPort::open(spec);
@@ -132,7 +133,7 @@ Expected<void, std::string> Generator::place_templates() {
 void Generator::register_hparams() {
   // Each ps job whose pushes name a hyperparameter set registers it with every server lcore first, on the queue
   // that lcore serves (three times, a millisecond apart: nothing is waited for, the pushes follow).
-  const uint16_t queues = port_->queues();
+  const uint16_t queues = port_->tx_queues();
   for (int copy = 0; copy < 3; ++copy) {
     for (const JobRuntime& j : *jobs_) {
       if (!j.wl.spec().hparams) continue;

@@ -7,6 +7,7 @@
 #include "convert.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/config/load.hpp"
+#include "phub/config/queue_map.hpp"
 #include "phub/config/text.hpp"
 #include "reader.hpp"
 
@@ -60,6 +61,16 @@ void check_ports_and_lcores(const Config& c, Errors& errors) {
   }
   for (size_t i = 0; i < c.ports.size(); ++i) {
     if (!polled[i]) errors.add(index_path("ports", i + 1), "no lcore polls it (add its name to some lcores[].ports)");
+    // A PMD with a fixed number of queue pairs: each lcore needs a TX queue of its own on every port.
+    const auto fixed = fixed_rx_queues(c.ports[i].device);
+    if (fixed && *fixed < c.lcores.size()) {
+      errors.add(index_path("ports", i + 1) + ".device",
+                 "net_af_packet has qpairs=" + std::to_string(*fixed) + " queue pairs, but each of the " +
+                     std::to_string(c.lcores.size()) +
+                     " lcores transmits on every port on a queue of its own: set qpairs=" +
+                     std::to_string(c.lcores.size()) +
+                     " (or more: the RX queues are dealt in turn to the lcores that poll the port)");
+    }
   }
   if ((c.polling.idle_polls_before_sleep == 0) != (c.polling.idle_sleep_us == 0)) {
     errors.add("polling", "idle_polls_before_sleep and idle_sleep_us must both be 0 (busy-poll) or both be > 0");

@@ -181,7 +181,8 @@ Expected<void, std::string> Engine::install_steering(const Snapshot& s) {
     steered_[p].clear();
     std::string failure;
     for (size_t k = 0; k < want.size() && failure.empty(); ++k) {
-      auto r = port.steer_udp_port(s.ports[p].ipv4, want[k], static_cast<uint16_t>(k % nl));
+      auto r = port.steer_udp_port(s.ports[p].ipv4, want[k],
+                                   queues_.steer_queue(static_cast<uint16_t>(k % nl), static_cast<uint16_t>(p)));
       if (!r) failure = r.error();
     }
     if (failure.empty()) {
@@ -236,12 +237,7 @@ Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
     LcoreResources r;
     r.index = i;
     r.lcore_id = cfg.lcores[i].id;
-    for (uint16_t p = 0; p < cfg.ports.size(); ++p) {
-      const auto& names = cfg.lcores[i].ports;
-      if (names.empty() || std::find(names.begin(), names.end(), cfg.ports[p].name) != names.end()) {
-        r.rx_ports.push_back(p);
-      }
-    }
+    r.rx_queues = queues_.by_lcore[i];
     r.ports = ports;
     r.hdr_pool = hdr_pool_.get();
     r.ext_pool = ext_pool_.get();

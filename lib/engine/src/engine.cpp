@@ -89,7 +89,7 @@ Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Conf
 constexpr uint16_t kRxPrivBytes = 32;
 
 Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
-  const auto nl = static_cast<uint16_t>(cfg.lcores.size());
+  queues_ = config::queue_map(cfg);
   const int socket = static_cast<int>(rte_socket_id()) < 0 ? 0 : static_cast<int>(rte_socket_id());
   const uint32_t mbufs = cfg.limits.mbufs;
   auto hdr = drivers::Mempool::create(names_ + "hdr", mbufs, RTE_PKTMBUF_HEADROOM + 128, socket);
@@ -113,7 +113,8 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
     if (!pool) return unexpected(pool.error());
     drivers::PortSpec spec;
     spec.devargs = pc.device;
-    spec.queues = nl;
+    spec.rx_queues = queues_.rx_queues(static_cast<uint16_t>(i));
+    spec.tx_queues = queues_.tx_queues;
     spec.rx_desc = pc.rx_desc;
     spec.tx_desc = pc.tx_desc;
     spec.mtu = pc.mtu;
@@ -184,6 +185,19 @@ Engine::~Engine() {
   rte_free(qsbr_);
 }
 
+std::vector<std::string> Engine::queue_lines() const {
+  const config::Config& cfg = *snapshot().config;
+  std::vector<std::string> out;
+  for (uint16_t p = 0; p < queues_.rx_owner.size(); ++p) {
+    std::string line = "port " + cfg.ports[p].name + ": rx";
+    for (uint16_t q = 0; q < queues_.rx_queues(p); ++q) {
+      line += (q == 0 ? " q" : ", q") + std::to_string(q) + " lcore " + std::to_string(cfg.lcores[queues_.rx_owner[p][q]].id);
+    }
+    out.push_back(line + "; tx one queue per lcore (" + std::to_string(queues_.tx_queues) + ")");
+  }
+  return out;
+}
+
 std::vector<std::string> Engine::startup_lines() const {
   std::vector<std::string> out;
   const Snapshot& s = snapshot();
@@ -191,6 +205,7 @@ std::vector<std::string> Engine::startup_lines() const {
   for (size_t p = 0; p < ports_.size(); ++p) {
     out.push_back(ports_[p]->describe() + ", ipv4 " + format_ipv4(s.ports[p].ipv4));
   }
+  for (const auto& l : queue_lines()) out.push_back(l);
   for (const auto& l : steering_lines_) out.push_back(l);
   for (const auto& plan : s.jobs) {
     const auto& c = plan->cfg;

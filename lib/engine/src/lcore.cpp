@@ -24,7 +24,7 @@ Lcore::Lcore(LcoreResources r) : r_(std::move(r)), tx_(r_.ports.size()), answers
 
 std::string Lcore::describe(const Snapshot& s) const {
   std::string line = "lcore " + std::to_string(r_.lcore_id) + " (index " + std::to_string(r_.index) + "): rx";
-  for (uint16_t p : r_.rx_ports) line += " " + s.ports[p].name + "/q" + std::to_string(r_.index);
+  for (const config::RxQueue& q : r_.rx_queues) line += " " + s.ports[q.port].name + "/q" + std::to_string(q.queue);
   line += "; tx queue " + std::to_string(r_.index) + " on every port; shards:";
   for (size_t j = 0; j < s.jobs.size(); ++j) {
     const auto& plan = *s.jobs[j];
@@ -103,8 +103,9 @@ int Lcore::run() noexcept {
 uint32_t Lcore::poll_rx(Rx& rx, const Snapshot& s) noexcept {
   constexpr uint16_t kPrefetchAhead = 4;
   uint32_t work = 0;
-  for (uint16_t p : r_.rx_ports) {
-    const uint16_t n = r_.ports[p]->rx(r_.index, burst_, kMaxBurst);
+  for (const config::RxQueue& q : r_.rx_queues) {
+    const uint16_t p = q.port;
+    const uint16_t n = r_.ports[p]->rx(q.queue, burst_, kMaxBurst);
     work += n;
     bump(counters_.rx_packets, n);
     for (uint16_t i = 0; i < std::min(n, kPrefetchAhead); ++i) rte_prefetch0(rte_pktmbuf_mtod(burst_[i], void*));

@@ -95,27 +95,30 @@ config::Config make_config(const std::string& device, uint16_t lcores, std::vect
   return c;
 }
 
-Workers::Workers(const std::string& device, uint16_t queues, const engine::Engine& server) : queues_(queues) {
+Workers::Workers(const std::string& device, uint16_t queues, const engine::Engine& server, uint16_t server_port)
+    : queues_(queues) {
   static int pools = 0;
   auto pool = drivers::Mempool::create("twrk" + std::to_string(pools++), 8191, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
   if (!pool) throw std::runtime_error(pool.error());
   pool_ = std::move(*pool);
   drivers::PortSpec spec;
   spec.devargs = device;
-  spec.queues = queues;
+  spec.rx_queues = queues;
+  spec.tx_queues = queues;
   spec.rx_pool = pool_.get();
   auto port = drivers::EthPort::open(spec);
   if (!port) throw std::runtime_error(port.error());
   port_ = std::move(*port);
-  server_mac_ = server.snapshot().ports[0].mac;
+  server_mac_ = server.snapshot().ports[server_port].mac;
+  server_ip_ = server.snapshot().ports[server_port].ipv4;
 }
 
 proto::FlowAddrs Workers::addrs(uint16_t rank, uint16_t server_udp_port) const {
   proto::FlowAddrs a;
   a.src_mac = {0x02, 0x77, 0, 0, static_cast<uint8_t>(rank >> 8), static_cast<uint8_t>(rank)};
   a.dst_mac = server_mac_;
-  a.src_ip = kServerIp + 100 + ip_shift + rank;
-  a.dst_ip = kServerIp;
+  a.src_ip = server_ip_ + 100 + ip_shift + rank;
+  a.dst_ip = server_ip_;
   a.src_port = static_cast<uint16_t>(50000 + udp_port_shift + rank);
   a.dst_port = server_udp_port;
   return a;

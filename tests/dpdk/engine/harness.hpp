@@ -59,7 +59,9 @@ std::vector<std::byte> join_payload(uint32_t job_id, uint16_t rank, uint32_t inc
 // The worker side of the link: sends frames as any rank, receives everything the server sends back.
 class Workers {
  public:
-  Workers(const std::string& device, uint16_t queues, const engine::Engine& server);
+  // On `device`, facing the server's port `server_port` (its MAC and IPv4: the workers' addresses are in its
+  // subnet, server + 100 + rank).
+  Workers(const std::string& device, uint16_t queues, const engine::Engine& server, uint16_t server_port = 0);
 
   [[nodiscard]] proto::FlowAddrs addrs(uint16_t rank, uint16_t server_udp_port) const;
   // Send a ready frame on queue `q` (the queue of the owning lcore, as a memif or ring sender chooses).
@@ -104,6 +106,7 @@ class Workers {
   drivers::Mempool pool_;
   drivers::EthPort port_;
   MacAddr server_mac_{};
+  uint32_t server_ip_ = kServerIp;
   uint16_t queues_;
   std::map<uint32_t, proto::Layout> layouts_;
   uint32_t last_seq_ = 0;  // the seq of the last packet sent

@@ -100,6 +100,11 @@ const Case kCases[] = {
     {"cfg.ports[2] = { name = 'p1', device = 'net_ring1', ipv4 = '198.18.1.1/24' }\n"
      "cfg.lcores[1].ports = { 'p0' }; cfg.lcores[2].ports = { 'p0' }",
      "ports[2]: no lcore polls it"},
+    {"cfg.ports[1].device = 'net_af_packet0,iface=veth0'",
+     "ports[1].device: net_af_packet has qpairs=1 queue pairs, but each of the 2 lcores transmits on every port"},
+    {"cfg.ports[1].device = 'net_af_packet0,iface=veth0,qpairs=1,framecnt=4096'",
+     "ports[1].device: net_af_packet has qpairs=1 queue pairs, but each of the 2 lcores transmits on every port on a "
+     "queue of its own: set qpairs=2"},
     {"cfg.jobs[2].port_base = 40001", "jobs[2].port_base: ports 40001..40002 overlap jobs[1] (40000..40001)"},
     {"cfg.limits = { max_jobs = 1 }", "jobs: 2 jobs exceed limits.max_jobs (1)"},
     // modes and cross-field rules

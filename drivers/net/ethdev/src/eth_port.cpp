@@ -34,22 +34,24 @@ Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
   if (int rc = rte_eth_dev_info_get(p.id_, &info); rc != 0) return unexpected(err("port " + p.name_ + ": info", rc));
   p.driver_ = info.driver_name ? info.driver_name : "?";
   p.gated_on_link_ = p.driver_ == "net_memif";
-  if (spec.queues == 0 || spec.queues > info.max_rx_queues || spec.queues > info.max_tx_queues) {
-    return unexpected("port " + p.name_ + " (" + p.driver_ + "): " + std::to_string(spec.queues) +
-                      " queue pairs requested, the PMD offers " + std::to_string(info.max_rx_queues) + " RX / " +
-                      std::to_string(info.max_tx_queues) + " TX");
+  if (spec.rx_queues == 0 || spec.tx_queues == 0 || spec.rx_queues > info.max_rx_queues ||
+      spec.tx_queues > info.max_tx_queues) {
+    return unexpected("port " + p.name_ + " (" + p.driver_ + "): " + std::to_string(spec.rx_queues) + " RX / " +
+                      std::to_string(spec.tx_queues) + " TX queues requested, the PMD offers " +
+                      std::to_string(info.max_rx_queues) + " RX / " + std::to_string(info.max_tx_queues) + " TX");
   }
-  p.queues_ = spec.queues;
+  p.rx_queues_ = spec.rx_queues;
+  p.tx_queues_ = spec.tx_queues;
 
   rte_eth_conf conf{};
   const uint64_t rss = (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
-  if (spec.queues > 1 && rss != 0) {
+  if (spec.rx_queues > 1 && rss != 0) {
     conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
     conf.rx_adv_conf.rss_conf.rss_hf = rss;
   }
   p.tx_multi_seg_ = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
   if (p.tx_multi_seg_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-  if (int rc = rte_eth_dev_configure(p.id_, spec.queues, spec.queues, &conf); rc != 0) {
+  if (int rc = rte_eth_dev_configure(p.id_, spec.rx_queues, spec.tx_queues, &conf); rc != 0) {
     return unexpected(err("port " + p.name_ + ": configure", rc));
   }
 
@@ -60,10 +62,12 @@ Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
   const int sock = p.socket();
   rte_eth_txconf txconf = info.default_txconf;
   txconf.offloads = conf.txmode.offloads;
-  for (uint16_t q = 0; q < spec.queues; ++q) {
+  for (uint16_t q = 0; q < spec.rx_queues; ++q) {
     if (int rc = rte_eth_rx_queue_setup(p.id_, q, rxd, sock, nullptr, spec.rx_pool); rc != 0) {
       return unexpected(err("port " + p.name_ + ": RX queue " + std::to_string(q), rc));
     }
+  }
+  for (uint16_t q = 0; q < spec.tx_queues; ++q) {
     if (int rc = rte_eth_tx_queue_setup(p.id_, q, txd, sock, &txconf); rc != 0) {
       return unexpected(err("port " + p.name_ + ": TX queue " + std::to_string(q), rc));
     }
@@ -112,7 +116,8 @@ EthPort& EthPort::operator=(EthPort&& o) noexcept {
     name_ = std::move(o.name_);
     driver_ = std::move(o.driver_);
     mac_ = o.mac_;
-    queues_ = o.queues_;
+    rx_queues_ = o.rx_queues_;
+    tx_queues_ = o.tx_queues_;
     mtu_ = o.mtu_;
     tx_multi_seg_ = o.tx_multi_seg_;
     gated_on_link_ = o.gated_on_link_;
@@ -151,7 +156,7 @@ PortStats EthPort::stats() const noexcept {
 
 std::string EthPort::describe() const {
   return "port " + name_ + " (id " + std::to_string(id_) + ", driver " + driver_ + "): mac " + format_mac(mac_) +
-         ", " + std::to_string(queues_) + " queue pair(s), mtu " + std::to_string(mtu_) +
+         ", " + std::to_string(rx_queues_) + " RX / " + std::to_string(tx_queues_) + " TX queue(s), mtu " + std::to_string(mtu_) +
          ", zero-copy tx " + (tx_multi_seg_ ? "yes" : "no (results copied)");
 }
 

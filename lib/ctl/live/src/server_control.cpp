@@ -42,6 +42,7 @@ Reply ServerControl::status() {
                     std::to_string(s.jobs.size()) + " job(s), " + std::to_string(engine_.lcores().size()) +
                     " lcore(s), " + std::to_string(s.ports.size()) + " port(s)\n";
   out += "config: " + (config_path_.empty() ? std::string("the embedded default") : config_path_) + "\n";
+  for (const auto& line : engine_.queue_lines()) out += line + "\n";
   out += "reloads: " + std::to_string(applied_) + " applied, " + std::to_string(refused_) + " refused" +
          (last_reload_.empty() ? "" : "; last: " + last_reload_) + "\n";
   if (engine_.retired_jobs() != 0) {

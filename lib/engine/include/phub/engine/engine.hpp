@@ -181,6 +181,9 @@ class Engine {
 
   // Start-up report: kernels, ports and steering, admitted jobs, one line per lcore.
   [[nodiscard]] std::vector<std::string> startup_lines() const;
+  // One line per port: which lcore polls each of its RX queues ("port p0: rx q0 lcore 1, q1 lcore 2; tx one
+  // queue per lcore"). In startup_lines() and phub-ctl status.
+  [[nodiscard]] std::vector<std::string> queue_lines() const;
   [[nodiscard]] CounterReport report() const;
   [[nodiscard]] Totals totals() const;
   // Every non-zero counter, one "name value" per line, grouped (for exit and on demand).
@@ -244,6 +247,7 @@ class Engine {
   proto::AuthKey cookie_key_;  // random, drawn by create(): address cookies of this server run
   proto::ChallengeKey challenge_key_{};  // random, drawn by create(): join challenges of this server run
   std::vector<std::string> steering_lines_;
+  config::QueueMap queues_;  // which lcore polls which RX queue of each port
   std::vector<std::vector<uint16_t>> steered_;  // per port: the UDP ports with a flow rule, by queue order
   std::vector<std::string> restore_lines_;
   struct CheckpointSchedule {

@@ -18,6 +18,7 @@
 #include "phub/engine/requests.hpp"
 #include "phub/engine/snapshot.hpp"
 #include "phub/engine/tx_buffer.hpp"
+#include "phub/config/queue_map.hpp"
 #include "phub/base/realtime.hpp"
 #include "phub/proto/frame.hpp"
 #include "phub/proto/handshake.hpp"
@@ -25,9 +26,9 @@
 namespace phub::engine {
 
 struct LcoreResources {
-  uint16_t index = 0;       // position in Config::lcores: owner index, queue index, UDP port offset
+  uint16_t index = 0;       // position in Config::lcores: owner index, TX queue index, UDP port offset
   unsigned lcore_id = 0;    // EAL lcore id
-  std::vector<uint16_t> rx_ports;                  // indexes of the ports it polls
+  std::vector<config::RxQueue> rx_queues;          // the (port index, RX queue) pairs it polls (config::QueueMap)
   std::vector<const drivers::EthPort*> ports;      // every port, by index (TX goes anywhere)
   rte_mempool* hdr_pool = nullptr;    // header mbufs (results, errors, ARP)
   rte_mempool* ext_pool = nullptr;    // data-room-0 mbufs attached to result buffers

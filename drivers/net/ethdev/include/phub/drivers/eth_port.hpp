@@ -16,7 +16,8 @@ namespace phub::drivers {
 
 struct PortSpec {
   std::string devargs;          // "net_tap0,iface=phub0", "net_memif0,role=server,socket=/run/x", "0000:3b:00.0"
-  uint16_t queues = 1;          // RX/TX queue pairs (one per lcore)
+  uint16_t rx_queues = 1;
+  uint16_t tx_queues = 1;
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
   uint16_t mtu = 1500;          // IP MTU; PMDs that cannot set it are warned about, not refused
@@ -67,7 +68,8 @@ class EthPort {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] const std::string& driver() const noexcept { return driver_; }
   [[nodiscard]] const MacAddr& mac() const noexcept { return mac_; }
-  [[nodiscard]] uint16_t queues() const noexcept { return queues_; }
+  [[nodiscard]] uint16_t rx_queues() const noexcept { return rx_queues_; }
+  [[nodiscard]] uint16_t tx_queues() const noexcept { return tx_queues_; }
   [[nodiscard]] int socket() const noexcept;
   // Whether chained mbufs can be sent (results then reference the result buffer without a copy).
   [[nodiscard]] bool tx_multi_seg() const noexcept { return tx_multi_seg_; }
@@ -108,7 +110,8 @@ class EthPort {
   std::string name_;
   std::string driver_;
   MacAddr mac_{};
-  uint16_t queues_ = 0;
+  uint16_t rx_queues_ = 0;
+  uint16_t tx_queues_ = 0;
   uint16_t mtu_ = 0;
   bool tx_multi_seg_ = false;
   // net_memif (DPDK 22.11) computes a queue's ring address from its shared-memory region before it checks

@@ -1,0 +1,115 @@
+// Queues owned by lcores (config::QueueMap): a server with two ports whose lcores are split per port, as a
+// NUMA-local layout puts them, finishes every round of ranks that come in on either port.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <tuple>
+
+#include "harness.hpp"
+
+namespace phub::test {
+namespace {
+
+using engine::Drop;
+
+constexpr uint32_t kSecondIp = 0xc6120101;  // 198.18.1.1, the second port's address
+
+// The server on two ring links (p0 on `a`, p1 on `b`), lcore 1 polling p0 only and lcore 2 p1 only, and a
+// 2-rank job: rank 0's workers face p0, rank 1's p1.
+struct SplitServer {
+  RingLink a{2}, b{2};
+  config::Config cfg;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<Workers> on_p0, on_p1;
+
+  explicit SplitServer(config::Job job) {
+    cfg = make_config(a.server_name(), 2, {std::move(job)});
+    config::Port p1 = cfg.ports[0];
+    p1.name = "p1";
+    p1.device = b.server_name();
+    p1.ipv4 = {kSecondIp, 24};
+    cfg.ports.push_back(p1);
+    cfg.lcores[0].ports = {"p0"};
+    cfg.lcores[1].ports = {"p1"};
+    auto created = engine::Engine::create(cfg);
+    if (!created) throw std::runtime_error(created.error());
+    engine = std::move(*created);
+    if (auto started = engine->start(); !started) throw std::runtime_error(started.error());
+    on_p0 = std::make_unique<Workers>(a.worker_name(), 2, *engine, 0);
+    on_p1 = std::make_unique<Workers>(b.worker_name(), 2, *engine, 1);
+    // Whatever lcore owns a chunk, a rank's frames come in on its own port's queue 0 (as a NIC's RSS puts
+    // one flow on one queue); the port's poller hands them to the owner.
+    on_p0->queue_override = 0;
+    on_p1->queue_override = 0;
+  }
+  ~SplitServer() {
+    engine->stop();
+    on_p0.reset();
+    on_p1.reset();
+    engine.reset();
+  }
+  Workers& of(uint16_t rank) { return rank == 0 ? *on_p0 : *on_p1; }
+};
+
+TEST(Queues, EachPortHasOneRxQueuePerLcoreThatPollsIt) {
+  SplitServer s(make_job(1, 2, {700}));
+  for (const auto& port : s.engine->ports()) {
+    EXPECT_EQ(port->rx_queues(), 1) << port->describe();
+    EXPECT_EQ(port->tx_queues(), 2) << port->describe();  // every lcore answers on every port
+  }
+  EXPECT_EQ(s.engine->queue_lines(), (std::vector<std::string>{"port p0: rx q0 lcore 1; tx one queue per lcore (2)",
+                                                               "port p1: rx q0 lcore 2; tx one queue per lcore (2)"}));
+}
+
+TEST(Queues, LcoresSplitPerPortFinishEveryRankOnEitherPort) {
+  SplitServer s(make_job(1, 2, {700, 300}));
+  const auto& job = s.cfg.jobs[0];
+  const auto& l = s.on_p0->layout(job, 2);
+  (void)s.on_p1->layout(job, 2);
+  for (uint16_t r = 0; r < 2; ++r) s.of(r).prove(job, r);
+  std::mt19937 rng(5);
+  for (uint32_t round = 0; round < 3; ++round) {
+    size_t segments = 0;
+    std::vector<std::tuple<uint32_t, uint32_t, uint16_t>> all;
+    for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+      for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg, ++segments) {
+        for (uint16_t r = 0; r < 2; ++r) all.emplace_back(c, seg, r);
+      }
+    }
+    std::shuffle(all.begin(), all.end(), rng);
+    for (auto [c, seg, r] : all) {
+      const uint32_t off = l.segment_offset(seg);
+      std::vector<float> v(l.segment_count_elems(l.chunk(c), seg));
+      for (uint32_t i = 0; i < v.size(); ++i) v[i] = gradient(r, round, c, off + i);
+      s.of(r).send(job, r, push_header(l, c, seg, round, r, job.dtype), encode(v, job.dtype));
+    }
+    for (uint16_t r = 0; r < 2; ++r) {
+      const auto got = s.of(r).receive(segments);
+      ASSERT_EQ(got.size(), segments) << "rank " << r << " round " << round;
+      std::map<std::pair<uint32_t, uint32_t>, int> seen;
+      for (const auto& g : got) {
+        ASSERT_EQ(g.hdr.opcode, proto::Opcode::result) << proto::status_name(g.hdr.status);
+        ASSERT_EQ(g.hdr.round, round);
+        ASSERT_EQ(g.hdr.rank, r);
+        const uint32_t seg = g.hdr.elem_offset / l.params().segment_elems;
+        ++seen[{g.hdr.chunk_id, seg}];
+        const auto sum = decode(g.payload, job.dtype);
+        for (uint32_t i = 0; i < sum.size(); ++i) {
+          ASSERT_EQ(sum[i], gradient(0, round, g.hdr.chunk_id, g.hdr.elem_offset + i) +
+                                gradient(1, round, g.hdr.chunk_id, g.hdr.elem_offset + i));
+        }
+      }
+      EXPECT_EQ(seen.size(), segments);
+    }
+  }
+  const engine::Totals t = s.engine->totals();
+  // Each port's poller took every frame its port received: half the chunks' pushes were handed over.
+  EXPECT_GT(t.lcores.redirected_out, 0u);
+  EXPECT_EQ(t.lcores.redirected_in, t.lcores.redirected_out);
+  EXPECT_EQ(t.lcores.unaccounted, 0u);
+  EXPECT_EQ(s.engine->totals().lcores.drops[static_cast<size_t>(Drop::wrong_owner)], 0u);
+}
+
+}  // namespace
+}  // namespace phub::test
