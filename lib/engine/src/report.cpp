@@ -104,7 +104,7 @@ std::string format_report(const CounterReport& r) {
     accumulate(sum, c);
     o << "lcore " << l.lcore_id << ":";
     for (const auto& f : kLcoreFields) o << " " << f.name << " " << c.*f.member;
-    o << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0);
+    o << " busy_percent " << (c.total_tsc ? 100 * c.busy_tsc / c.total_tsc : 0) << " tsc_hz " << r.tsc_hz;
     for (size_t op = 0; op < kOpcodeSlots; ++op) {  // phub messages by opcode, where any
       if (c.rx_messages[op] != 0) o << " rx_" << message_slot_name(op) << " " << c.rx_messages[op];
       if (c.tx_messages[op] != 0) o << " tx_" << message_slot_name(op) << " " << c.tx_messages[op];

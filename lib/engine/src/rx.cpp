@@ -72,13 +72,37 @@ HandoffStamp stamp_of(const rte_mbuf* m) noexcept {
 
 void Lcore::handle_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept {
   outcome_ = Outcome::none;
+  timing_ = --stage_countdown_ == 0;
+  if (timing_) start_timing();
   route_frame(rx, m, port, s, from_ring);
+  if (timing_) finish_timing(rx);
   switch (outcome_) {
     case Outcome::taken: bump(counters_.accepted); break;
     case Outcome::dropped: bump(counters_.frames_dropped); break;
     case Outcome::handed_off: break;  // redirected_out
     case Outcome::none: bump(counters_.unaccounted); break;
   }
+}
+
+void Lcore::start_timing() noexcept {
+  stage_countdown_ = kStageSampleEvery;
+  stage_start_ = rte_rdtsc();
+  stage_parsed_ = stage_gated_ = 0;
+  stage_seal_tsc_ = 0;
+  stage_tx_before_ = counters_.tx_burst_tsc;
+}
+
+void Lcore::finish_timing(const Rx& rx) noexcept {
+  timing_ = false;
+  // Only a push this lcore summed: its header parsed and its gate passed here in this frame.
+  if (stage_gated_ == 0 || outcome_ != Outcome::taken || rx.hdr.opcode != proto::Opcode::push) return;
+  const uint64_t handler = rte_rdtsc() - stage_gated_;
+  const uint64_t other = stage_seal_tsc_ + (counters_.tx_burst_tsc - stage_tx_before_);
+  bump(counters_.stage_samples);
+  bump(counters_.stage_parse_tsc, stage_parsed_ - stage_start_);
+  bump(counters_.stage_gate_tsc, stage_gated_ - stage_parsed_);
+  bump(counters_.stage_sum_tsc, handler > other ? handler - other : 0);
+  bump(counters_.stage_seal_tsc, stage_seal_tsc_);
 }
 
 void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, bool from_ring) noexcept {
@@ -143,9 +167,11 @@ void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, b
   if (auto e = proto::parse_header_into(rx.msg, rx.hdr)) return malformed(*e);
   rx.payload = rx.msg.subspan(proto::kHeaderBytes);
   if (mine) bump(counters_.rx_messages[static_cast<size_t>(rx.hdr.opcode)]);
+  if (timing_) stage_parsed_ = rte_rdtsc();
   // From here on the UDP port names the job: drops are counted against it.
   if (!pass_gate(rx, s, job_index, owner, from_ring)) return rte_pktmbuf_free(m);
   if (!mine) return hand_off(m, s, job_index, owner, pi.port_id, rx.previous_key);
+  if (timing_) stage_gated_ = rte_rdtsc();
   handle_phub(m, rx, s, job_index);
 }
 

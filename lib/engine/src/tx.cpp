@@ -1,5 +1,7 @@
 // Transmit path: result segments as a header mbuf chained to the result buffer (zero-copy, refcounted),
 // or copied where the port cannot chain; error replies; round completion.
+#include <rte_cycles.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -81,6 +83,15 @@ bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& 
 
 bool Lcore::seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSession* session,
                      std::span<std::byte, proto::kHeaderBytes> wire, std::span<const std::byte> payload) noexcept {
+  // Timed within a frame whose stages are (stage_seal_tsc).
+  struct Timed {
+    bool on;
+    uint64_t& cycles;
+    uint64_t start;
+    ~Timed() {
+      if (on) cycles += rte_rdtsc() - start;
+    }
+  } timed{timing_, stage_seal_tsc_, timing_ ? rte_rdtsc() : 0};
   if (!plan.cfg.sessions) {
     if (plan.authenticated) sign_for(plan, peer, wire);
     return true;

@@ -85,11 +85,27 @@ def _server_goodput_once(exes, *, workers=8, dtype="fp32", elems=2_000_000, chun
     busy_tsc = sum(l.get("busy_tsc", 0) for l in counters["lcores"])
     rx = sum(l.get("rx_packets", 0) for l in counters["lcores"])
     step["server_busy_cycles_per_packet"] = busy_tsc / rx if rx else None
+    step["server_stage_cycles"] = stage_cycles(counters["lcores"])
+    step["tsc_hz"] = max((l.get("tsc_hz", 0) for l in counters["lcores"]), default=0)
     # Over each lcore's whole life (start-up before the generator connects and the drain after it included), so
     # not a measure of headroom during the run; cycles per packet above are.
     step["server_busy_percent"] = [l.get("busy_percent") for l in counters["lcores"]]
     step["busy_before"] = busy
     return step
+
+
+STAGES = ("parse", "gate", "sum", "seal")
+
+
+def stage_cycles(lcores):
+    """The server's own TSC cycles per push by stage, over its lcores (lcore counters stage_*: one push in
+    about 64 timed), and its transmit bursts' cycles per frame sent; None where nothing was timed."""
+    samples = sum(l.get("stage_samples", 0) for l in lcores)
+    tx = sum(l.get("tx_packets", 0) for l in lcores)
+    out = {s: (sum(l.get("stage_%s_tsc" % s, 0) for l in lcores) / samples if samples else None) for s in STAGES}
+    out["tx"] = sum(l.get("tx_burst_tsc", 0) for l in lcores) / tx if tx else None
+    out["samples"] = samples
+    return out
 
 
 def testpmd_io_limit(exes, *, workers=8, dtype="fp32", elems=2_000_000, chunk_bytes=32768, mtu=1500, duration=3.0,

@@ -121,6 +121,13 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(busy_loops, "iterations that found work")                                                 \
   X(busy_tsc, "TSC cycles in iterations that found work")                                     \
   X(total_tsc, "TSC cycles since the loop started")                                           \
+  X(stage_samples, "pushes timed by stage: one frame in 61 that the lcore takes, when it is a push it sums") \
+  X(stage_parse_tsc, "TSC cycles of the timed pushes from the handler's start to their phub header parsed")  \
+  X(stage_gate_tsc, "... in the job's gate (or taking the verdict a handed-off frame carries)")              \
+  X(stage_sum_tsc, "... in the push's handler but its seals and transmit bursts: the sum, the round's "     \
+                   "bookkeeping, results queued")                                                         \
+  X(stage_seal_tsc, "... signing or sealing the results they completed (tags, session seals, payload MACs)") \
+  X(tx_burst_tsc, "TSC cycles in the ports' transmit bursts, all of them (per frame sent: / tx_packets)")     \
   X(max_gap_tsc, "longest time between two quiescent states of the loop, in TSC cycles")    \
   X(max_checkpoint_work_ns, "most CPU time one loop iteration spent on checkpoint copies (thread time: "     \
                             "preemption excluded), in ns")                                     \

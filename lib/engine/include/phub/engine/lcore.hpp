@@ -317,6 +317,18 @@ class Lcore {
   const Snapshot* snap_ = nullptr;
   uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
   Outcome outcome_ = Outcome::none;  // of the frame being handled (settle)
+  // Cycles by stage (the stage_* counters): one frame in kStageSampleEvery is timed (a TSC read costs 20-40
+  // cycles); while it is handled, timing_ is set and the marks below fill in. A prime, so that the timed
+  // frames do not keep landing on the same rank's pushes of a job of 2, 4, 8 ... workers (only the last
+  // push of a segment seals its results).
+  static constexpr uint32_t kStageSampleEvery = 61;
+  uint32_t stage_countdown_ = kStageSampleEvery;
+  bool timing_ = false;
+  uint64_t stage_start_ = 0, stage_parsed_ = 0, stage_gated_ = 0;  // TSC marks (0: not reached)
+  uint64_t stage_seal_tsc_ = 0;     // cycles in seal_for during the timed frame
+  uint64_t stage_tx_before_ = 0;    // counters_.tx_burst_tsc when it started
+  void start_timing() noexcept;
+  void finish_timing(const Rx& rx) noexcept;
   uint32_t seq_ = 0;
   static constexpr uint16_t kMaxBurst = 32;  // frames taken from a queue or inbox at once
   static constexpr uint32_t kStoppedCopiesPerCall = 1024;  // copy_captures calls per stopped lcore's serving

@@ -6,6 +6,7 @@
 // the pool also counts in the pool's lent slots until it leaves.
 #pragma once
 
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 
 #include <cstdint>
@@ -76,6 +77,26 @@ class BasicTxBuffer {
 
   // Send as much as the queue takes now.
   void flush(LcoreCounters& c) noexcept {
+    if (count_ == 0) return;
+    const uint64_t start = rte_rdtsc();
+    flush_bursts(c);
+    bump(c.tx_burst_tsc, rte_rdtsc() - start);
+  }
+
+  [[nodiscard]] uint16_t pending() const noexcept { return count_; }
+
+  // Drop everything still waiting (shutdown).
+  void discard() noexcept {
+    while (count_ > 0) {
+      rte_pktmbuf_free(pkts_[head_]);
+      release(head_);
+      head_ = static_cast<uint16_t>((head_ + 1) % kCapacity);
+      --count_;
+    }
+  }
+
+ private:
+  void flush_bursts(LcoreCounters& c) noexcept {
     while (count_ > 0) {
       const uint16_t contiguous = static_cast<uint16_t>(kCapacity - head_ < count_ ? kCapacity - head_ : count_);
       const uint16_t n = contiguous < kBurst ? contiguous : kBurst;
@@ -94,19 +115,6 @@ class BasicTxBuffer {
     }
   }
 
-  [[nodiscard]] uint16_t pending() const noexcept { return count_; }
-
-  // Drop everything still waiting (shutdown).
-  void discard() noexcept {
-    while (count_ > 0) {
-      rte_pktmbuf_free(pkts_[head_]);
-      release(head_);
-      head_ = static_cast<uint16_t>((head_ + 1) % kCapacity);
-      --count_;
-    }
-  }
-
- private:
   void release(uint16_t at) noexcept {
     TxHold* h = hold_[at];
     if (h == nullptr) return;
