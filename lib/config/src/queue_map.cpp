@@ -9,7 +9,7 @@ namespace phub::config {
 QueueMap queue_map(const Config& cfg) {
   QueueMap m;
   const auto nl = static_cast<uint16_t>(cfg.lcores.size());
-  m.pollers.resize(cfg.ports.size());
+  std::vector<std::vector<uint16_t>> pollers(cfg.ports.size());  // by port, in lcore order
   m.rx_owner.resize(cfg.ports.size());
   m.by_lcore.resize(nl);
   m.tx_queues = nl;
@@ -17,12 +17,12 @@ QueueMap queue_map(const Config& cfg) {
     const auto& names = cfg.lcores[i].ports;
     for (uint16_t p = 0; p < cfg.ports.size(); ++p) {
       if (names.empty() || std::find(names.begin(), names.end(), cfg.ports[p].name) != names.end()) {
-        m.pollers[p].push_back(i);
+        pollers[p].push_back(i);
       }
     }
   }
   for (uint16_t p = 0; p < cfg.ports.size(); ++p) {
-    const auto& who = m.pollers[p];
+    const auto& who = pollers[p];
     if (who.empty()) continue;
     const auto n = std::max<size_t>(who.size(), fixed_rx_queues(cfg.ports[p].device).value_or(0));
     for (size_t q = 0; q < n; ++q) {
@@ -47,12 +47,20 @@ std::optional<uint16_t> QueueMap::queue_of(uint16_t lcore, uint16_t port) const 
 
 uint16_t QueueMap::steer_queue(uint16_t owner, uint16_t port) const noexcept {
   if (auto q = queue_of(owner, port)) return *q;
-  return *queue_of(pollers[port][owner % pollers[port].size()], port);
+  return static_cast<uint16_t>(owner % rx_queues(port));
 }
 
-std::string QueueMap::describe_lcore(const Config& cfg, uint16_t lcore) const {
+std::string QueueMap::describe_port(const Config& cfg, uint16_t port) const {
+  std::string line = "port " + cfg.ports[port].name + ": rx";
+  for (uint16_t q = 0; q < rx_queues(port); ++q) {
+    line += (q == 0 ? " q" : ", q") + std::to_string(q) + " lcore " + std::to_string(cfg.lcores[rx_owner[port][q]].id);
+  }
+  return line + "; tx one queue per lcore (" + std::to_string(tx_queues) + ")";
+}
+
+std::string describe_rx_queues(const Config& cfg, std::span<const RxQueue> queues) {
   std::string s;
-  for (const RxQueue& q : by_lcore[lcore]) {
+  for (const RxQueue& q : queues) {
     if (!s.empty()) s += ' ';
     s += cfg.ports[q.port].name + "/q" + std::to_string(q.queue);
   }

@@ -188,13 +188,7 @@ Engine::~Engine() {
 std::vector<std::string> Engine::queue_lines() const {
   const config::Config& cfg = *snapshot().config;
   std::vector<std::string> out;
-  for (uint16_t p = 0; p < queues_.rx_owner.size(); ++p) {
-    std::string line = "port " + cfg.ports[p].name + ": rx";
-    for (uint16_t q = 0; q < queues_.rx_queues(p); ++q) {
-      line += (q == 0 ? " q" : ", q") + std::to_string(q) + " lcore " + std::to_string(cfg.lcores[queues_.rx_owner[p][q]].id);
-    }
-    out.push_back(line + "; tx one queue per lcore (" + std::to_string(queues_.tx_queues) + ")");
-  }
+  for (uint16_t p = 0; p < queues_.rx_owner.size(); ++p) out.push_back(queues_.describe_port(cfg, p));
   return out;
 }
 

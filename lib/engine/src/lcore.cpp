@@ -24,7 +24,7 @@ Lcore::Lcore(LcoreResources r) : r_(std::move(r)), tx_(r_.ports.size()), answers
 
 std::string Lcore::describe(const Snapshot& s) const {
   std::string line = "lcore " + std::to_string(r_.lcore_id) + " (index " + std::to_string(r_.index) + "): rx";
-  for (const config::RxQueue& q : r_.rx_queues) line += " " + s.ports[q.port].name + "/q" + std::to_string(q.queue);
+  line += " " + config::describe_rx_queues(*s.config, r_.rx_queues);
   line += "; tx queue " + std::to_string(r_.index) + " on every port; shards:";
   for (size_t j = 0; j < s.jobs.size(); ++j) {
     const auto& plan = *s.jobs[j];

@@ -31,7 +31,7 @@ TEST(QueueMap, EveryLcorePollsEveryPortByDefault) {
   }
   EXPECT_EQ(m.by_lcore[1], (std::vector<Q>{{0, 1}, {1, 1}}));
   EXPECT_EQ(m.steer_queue(2, 1), 2);
-  EXPECT_EQ(m.describe_lcore(two_ports("a", "b", {{}, {}}), 1), "nic0/q1 nic1/q1");
+  EXPECT_EQ(describe_rx_queues(two_ports("a", "b", {{}, {}}), m.by_lcore[1]), "nic0/q1 nic1/q1");
 }
 
 TEST(QueueMap, LcoresSplitPerNicOwnQueueZeroOfTheirs) {
@@ -46,11 +46,13 @@ TEST(QueueMap, LcoresSplitPerNicOwnQueueZeroOfTheirs) {
   EXPECT_EQ(m.by_lcore[3], (std::vector<Q>{{1, 1}}));
   EXPECT_EQ(m.queue_of(2, 1), std::optional<uint16_t>(0));
   EXPECT_EQ(m.queue_of(2, 0), std::nullopt);
-  // A rule for lcore 3's UDP port on nic1 goes to its queue; on nic0, which it does not poll, to a poller's
-  // queue there (lcore 3 % 2 = the second poller, lcore index 1: queue 1), which hands the frames over.
+  // A rule for lcore 3's UDP port on nic1 goes to its queue; on nic0, which it does not poll, to queue
+  // 3 % 2 = 1 there (lcore index 1 polls it), which hands the frames over.
   EXPECT_EQ(m.steer_queue(3, 1), 1);
   EXPECT_EQ(m.steer_queue(3, 0), 1);
   EXPECT_EQ(m.steer_queue(2, 0), 0);
+  const Config c = two_ports("0000:3b:00.0", "0000:af:00.0", {{"nic0"}, {"nic0"}, {"nic1"}, {"nic1"}});
+  EXPECT_EQ(m.describe_port(c, 1), "port nic1: rx q0 lcore 3, q1 lcore 4; tx one queue per lcore (4)");
 }
 
 TEST(QueueMap, AfPacketQueuesAreAllPolledDealtInTurn) {

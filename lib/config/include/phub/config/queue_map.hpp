@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,6 @@ struct RxQueue {
 };
 
 struct QueueMap {
-  std::vector<std::vector<uint16_t>> pollers;  // by port: the lcore indices that poll it, in lcore order
   std::vector<std::vector<uint16_t>> rx_owner;  // by port, by RX queue: the lcore index that polls it
   std::vector<std::vector<RxQueue>> by_lcore;   // by lcore index: the (port, queue) pairs it polls
   uint16_t tx_queues = 0;                       // per port: one per lcore
@@ -35,12 +35,14 @@ struct QueueMap {
   // The first RX queue lcore `lcore` polls on `port`, if it polls that port.
   [[nodiscard]] std::optional<uint16_t> queue_of(uint16_t lcore, uint16_t port) const noexcept;
   // Where a flow rule sends the UDP port of lcore `owner` on `port`: the owner's first queue when it polls
-  // the port, else a queue of one of the port's pollers (`owner` modulo their count), which hands the
-  // frames over.
+  // the port, else queue `owner` modulo the port's queues, whose poller hands the frames over.
   [[nodiscard]] uint16_t steer_queue(uint16_t owner, uint16_t port) const noexcept;
-  // "p0/q0 p1/q0 p1/q2" for lcore `lcore`, naming ports from `cfg`.
-  [[nodiscard]] std::string describe_lcore(const Config& cfg, uint16_t lcore) const;
+  // "port p0: rx q0 lcore 1, q1 lcore 2; tx one queue per lcore (2)", naming ports and lcore ids from `cfg`.
+  [[nodiscard]] std::string describe_port(const Config& cfg, uint16_t port) const;
 };
+
+// "p0/q0 p1/q0 p1/q2" for an lcore's (port, queue) pairs, naming ports from `cfg` ("none" for none).
+[[nodiscard]] std::string describe_rx_queues(const Config& cfg, std::span<const RxQueue> queues);
 
 // The map of `cfg`, whose every port some lcore polls (validate refuses a config where one does not).
 [[nodiscard]] QueueMap queue_map(const Config& cfg);
