@@ -6,7 +6,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 logs=()
-note() { printf '\n==== %s ====\n' "$*"; }
+started=$SECONDS
+# Each heading carries the minutes and seconds since the start, so a log shows where the time went.
+note() { printf '\n==== [%dm%02ds] %s ====\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
 # run_suite BUILD_DIR SUITE LABEL [meson test options...]: runs one suite and records its log.
 run_suite() {

@@ -5,9 +5,11 @@
 
 namespace phub::server {
 
-std::string boot_info_json(const config::Config& cfg, const std::vector<std::string>& eal_args) {
+std::string boot_info_json(const config::Config& cfg, const std::vector<std::string>& eal_args,
+                           uint64_t memory_bytes) {
   Json out;
   out["eal_args"] = eal_args;
+  out["memory_bytes"] = memory_bytes;
   Json& ports = out["ports"] = Json::array();
   for (const auto& p : cfg.ports) ports.push_back({{"name", p.name}, {"device", p.device}});
   return json_text(std::move(out));

@@ -21,6 +21,7 @@
 #include "phub/ctl/server_control.hpp"
 #include "phub/ctl/telemetry.hpp"
 #include "phub/drivers/eal.hpp"
+#include "phub/engine/budget.hpp"
 #include "phub/engine/engine.hpp"
 #include "stats_line.hpp"
 
@@ -62,21 +63,33 @@ int main(int argc, char** argv) {
                  ? phub::config::load_string(phub::config::embedded_default(), "phub.lua (embedded default)")
                  : phub::config::load_file(opts->config_path);
   if (!cfg) return fail("config refused: " + cfg.error());
-  if (opts->check) {
-    say("config ok: " + phub::config::describe(*cfg));
-    return 0;
-  }
-  if (opts->print_config) {
+  if (opts->print_config && !opts->check) {
     std::fputs(phub::config::dump_lua(*cfg, phub::config::Secrets::redacted).c_str(), stdout);
     return 0;
   }
 
   std::vector<std::string> eal = opts->eal_args_set ? opts->eal_args : cfg->eal_args;
   for (const auto& a : opts->eal_extra) eal.push_back(a);
+  // The memory budget, before the EAL takes any: a config that cannot fit its reservation is refused here,
+  // with both numbers, and by --check.
+  auto reservation = phub::engine::reservation_from_eal_args(eal, phub::drivers::free_hugepage_bytes);
+  if (!reservation) return fail("config refused: " + reservation.error());
+  auto budget = phub::engine::memory_budget(*cfg, reservation->page_bytes);
+  if (!budget) return fail("config refused: " + budget.error());
   if (opts->print_boot_info) {  // what the machine needs (hugepages, NICs), whatever the jobs
-    std::fputs(phub::server::boot_info_json(*cfg, eal).c_str(), stdout);
+    std::fputs(phub::server::boot_info_json(*cfg, eal, budget->total_bytes()).c_str(), stdout);
     return 0;
   }
+  const std::string refusal = phub::engine::budget_refusal(*budget, *reservation);
+  if (opts->check) {
+    // A reservation the EAL arguments do not fix is phub-boot's to make, after --check: reported, not refused.
+    if (!refusal.empty() && reservation->fixed) return fail("config refused: " + refusal);
+    say("config ok: " + phub::config::describe(*cfg));
+    say("memory: needs " + budget->describe() + "; the EAL will have " + reservation->describe() +
+        (refusal.empty() ? "" : ", short of it: phub-boot reserves the budget before the server starts"));
+    return 0;
+  }
+  if (!refusal.empty()) return fail("config refused: " + refusal);
   auto eal_owner = phub::drivers::Eal::start("phub-server", eal);
   if (!eal_owner) return fail(eal_owner.error());
 

@@ -66,7 +66,7 @@ return {
       workers = 16,
       port_base = 41000,          -- lcores 1..8 listen on 41000..41007
       secret = "f6a1c0d4-resnet50-rack1",
-      quota_bytes = 2 * GiB,
+      quota_bytes = 1 * GiB,
       chunk_bytes = "32KiB",      -- PHub's chunk size: fits in L1/L2 while being summed
       keys = resnet50_keys(),
       optimizer = { kind = "nesterov", lr = 0.1, momentum = 0.9, weight_decay = 1e-4 },
@@ -77,9 +77,13 @@ return {
   timeouts = { round_stall_ms = 500, drain_ms = 5000 },
 
   limits = {
-    memory_bytes = "16GiB",
+    -- Within --socket-mem 4096 with the pools below: `phub-server --check` prints the budget (2.4 GiB
+    -- with this job), and a job added by reload is admitted up to this limit.
+    memory_bytes = "1536MiB",
     max_jobs = 16,
-    mbufs = 262143,              -- per port, in hugepages
+    -- Per pool, in hugepages: 8 RX queues x 4096 descriptors hold 32768 mbufs, as many again in flight.
+    -- Three pools of 10.4 KiB mbufs at MTU 9000 (one RX pool per port and the copy pool): 2 GiB.
+    mbufs = 65535,
     ring_entries = 8192,
   },
 

@@ -22,7 +22,8 @@ local lcores = {}
 for id = 1, NLCORES do lcores[id] = { id = id } end
 
 return {
-  eal_args = { "-l", "0-4", "-n", "4", "-a", "0000:af:00.0", "--file-prefix", "phub-tenants" },
+  -- 4 GiB of hugepages: the jobs' limit below, the mbuf pools and the EAL (`phub-server --check` prints it).
+  eal_args = { "-l", "0-4", "-n", "4", "--socket-mem", "4096", "-a", "0000:af:00.0", "--file-prefix", "phub-tenants" },
 
   ports = {
     { name = "p0", device = "0000:af:00.0", ipv4 = "198.18.30.1/22", mac = "02:70:68:75:62:01", steering = "auto" },
@@ -41,7 +42,7 @@ return {
     -- Team B: language model, bf16 allreduce, bit-reproducible sums (deterministic mode).
     tenant {
       id = 2, name = "lm-b", mode = "allreduce", reduce = "mean", dtype = "bf16", deterministic = true,
-      workers = 4, secret = "team-b:a0d41b9e07f2", quota_bytes = "1GiB", chunk_bytes = "64KiB",
+      workers = 4, secret = "team-b:a0d41b9e07f2", quota_bytes = "2GiB", chunk_bytes = "64KiB",
       rate_limit_pps = 4000000, subnet = "198.18.31.0/24",
       keys = { { name = "tok_embeddings", elems = 32000 * 768 }, { name = "layers", elems = 12 * 7079424 } },
     },
@@ -63,6 +64,6 @@ return {
     },
   },
 
-  limits = { memory_bytes = "4GiB", max_jobs = 8 },
+  limits = { memory_bytes = "3GiB", max_jobs = 8 },
   control = { socket_path = "/run/phub/tenants.sock", stats_interval_ms = 2000 },
 }

@@ -14,7 +14,8 @@ local hub_ipv4 = {}
 for _, r in ipairs(plan.racks) do hub_ipv4[r.name] = r.hub_ipv4 end
 
 return {
-  eal_args = "-l 0-4 -n 4 --socket-mem 2048 -a 0000:5e:00.0 --file-prefix phub",
+  -- 4 GiB of hugepages: the jobs' limit below, the mbuf pools and the EAL (`phub-server --check` prints it).
+  eal_args = "-l 0-4 -n 4 --socket-mem 4096 -a 0000:5e:00.0 --file-prefix phub",
 
   ports = {
     { name = "uplink", device = "0000:5e:00.0", ipv4 = hub_ipv4[this_rack] .. "/23", mtu = 9000 },
@@ -29,7 +30,7 @@ return {
     {
       id = 7, name = "bert-large", mode = "allreduce", reduce = "mean", dtype = "bf16",
       workers = 8, port_base = 42000, secret = "bert-large-2rack",
-      quota_bytes = "4GiB", chunk_bytes = "64KiB",
+      quota_bytes = "3GiB", chunk_bytes = "64KiB",
       keys = {
         { name = "embeddings", elems = 30522 * 1024 + 512 * 1024 + 2 * 1024 },
         { name = "encoder", elems = 24 * 12596224 },
@@ -41,5 +42,5 @@ return {
   },
 
   timeouts = { round_stall_ms = 1000 },
-  limits = { memory_bytes = "8GiB" },
+  limits = { memory_bytes = "3GiB" },
 }

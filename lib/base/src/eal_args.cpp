@@ -32,18 +32,29 @@ void add_file_prefix(std::vector<std::string>& args, std::string_view stem) {
   args.push_back("--file-prefix=" + std::string(stem) + "-" + std::to_string(getpid()));
 }
 
-std::optional<std::string> file_prefix_of(const std::vector<std::string>& args) {
-  constexpr std::string_view kFlag = "--file-prefix";
-  std::optional<std::string> prefix;
+std::optional<std::string> eal_option_value(const std::vector<std::string>& args,
+                                            std::initializer_list<std::string_view> names) {
+  std::optional<std::string> value;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
-    if (a == kFlag && i + 1 < args.size()) {
-      prefix = args[++i];
-    } else if (a.starts_with(kFlag) && a.size() > kFlag.size() && a[kFlag.size()] == '=') {
-      prefix = std::string(a.substr(kFlag.size() + 1));
+    for (const std::string_view n : names) {
+      const bool long_name = n.starts_with("--");
+      if (a == n && i + 1 < args.size()) {
+        value = args[++i];
+        break;
+      }
+      if (long_name && a.size() > n.size() && a.starts_with(n) && a[n.size()] == '=') {
+        value = std::string(a.substr(n.size() + 1));
+      } else if (!long_name && a.size() > n.size() && a.starts_with(n)) {
+        value = std::string(a.substr(n.size()));
+      }
     }
   }
-  return prefix;
+  return value;
+}
+
+std::optional<std::string> file_prefix_of(const std::vector<std::string>& args) {
+  return eal_option_value(args, {"--file-prefix"});
 }
 
 bool is_own_runtime_dir(std::string_view dir, std::string_view prefix) {

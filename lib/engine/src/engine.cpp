@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "admission.hpp"
+#include "phub/engine/budget.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/drivers/eal.hpp"
 
@@ -83,33 +84,25 @@ Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Conf
   return e;
 }
 
-// Received frames start 32 bytes into a cache line (mbufs are line-aligned; 128-byte mbuf, this much
-// private area, 128-byte headroom), so that the payload of a plain phub frame, 96 bytes in, starts on a
-// line: no vector load of a push straddles two lines.
-constexpr uint16_t kRxPrivBytes = 32;
-
 Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
   queues_ = config::queue_map(cfg);
   const int socket = static_cast<int>(rte_socket_id()) < 0 ? 0 : static_cast<int>(rte_socket_id());
-  const uint32_t mbufs = cfg.limits.mbufs;
-  auto hdr = drivers::Mempool::create(names_ + "hdr", mbufs, RTE_PKTMBUF_HEADROOM + 128, socket);
+  // Every pool's sizes come from the memory budget's plans (budget.hpp), so --check counts what is made.
+  auto make = [&](const MbufPoolPlan& plan) {
+    return drivers::Mempool::create(names_ + plan.purpose, plan.mbufs, plan.data_room_bytes, socket, plan.cache,
+                                    plan.priv_bytes);
+  };
+  auto hdr = make(header_pool_plan(cfg));
   if (!hdr) return unexpected(hdr.error());
   hdr_pool_ = std::move(*hdr);
-  auto ext = drivers::Mempool::create(names_ + "ext", mbufs, 0, socket);
+  auto ext = make(attach_pool_plan(cfg));
   if (!ext) return unexpected(ext.error());
   ext_pool_ = std::move(*ext);
 
-  uint16_t max_mtu = 0;
-  for (const auto& p : cfg.ports) max_mtu = std::max(max_mtu, p.mtu);
-  // Jumbo MTUs get 1 KiB of slack over the frame, so that PMDs with their own frame slots (af_packet's
-  // framesz) fit whatever a frame-sized slot rounds up to.
-  const unsigned frame = max_mtu + proto::kEthBytes + proto::kVlanBytes;
-  const auto room = static_cast<uint16_t>(max_mtu <= 1500 ? RTE_MBUF_DEFAULT_BUF_SIZE
-                                                          : RTE_PKTMBUF_HEADROOM + (frame + 1023) / 1024 * 1024 + 1024);
   bool need_copy = false;
   for (size_t i = 0; i < cfg.ports.size(); ++i) {
     const auto& pc = cfg.ports[i];
-    auto pool = drivers::Mempool::create(names_ + "rx" + std::to_string(i), mbufs, room, socket, 256, kRxPrivBytes);
+    auto pool = make(rx_pool_plan(cfg, i));
     if (!pool) return unexpected(pool.error());
     drivers::PortSpec spec;
     spec.devargs = pc.device;
@@ -127,7 +120,7 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
     ports_.push_back(std::make_unique<drivers::EthPort>(std::move(*port)));
   }
   if (need_copy) {
-    auto copy = drivers::Mempool::create(names_ + "copy", mbufs, room, socket);
+    auto copy = make(copy_pool_plan(cfg));
     if (!copy) return unexpected(copy.error());
     copy_pool_ = std::move(*copy);
   }

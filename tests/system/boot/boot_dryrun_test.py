@@ -4,6 +4,7 @@ bindings it would make, command for command. Nothing is run for real: fake dpdk-
 modprobe and mkdir stand first on PATH and record any call, and the test fails if one was made. The real mode
 is only tried as an unprivileged user, where it must refuse before doing anything."""
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -87,13 +88,13 @@ def main():
                  "phub-boot: port nic1: PCI 0000:3b:00.1 -> vfio-pci",
                  "phub-boot: dry run: nothing was changed"])
 
-        case("two-rack.lua: 2M pages for --socket-mem 2048, the default mount, one NIC",
+        case("two-rack.lua: 2M pages for --socket-mem 4096, the default mount, one NIC",
              ["--config", os.path.join(args.configs, "examples", "two-rack.lua"), "--page-size", "2M", "-n"], 0, [
-                 "dpdk-hugepages.py --pagesize 2M --node 0 --reserve 2048M",
+                 "dpdk-hugepages.py --pagesize 2M --node 0 --reserve 4096M",
                  "dpdk-hugepages.py --pagesize 2M --mount --directory /dev/hugepages",
                  "modprobe vfio-pci",
                  "dpdk-devbind.py --bind vfio-pci 0000:5e:00.0",
-             ], ["phub-boot: hugepages: 1024 x 2M on node 0 for 2048 MiB (--socket-mem 2048)"])
+             ], ["phub-boot: hugepages: 2048 x 2M on node 0 for 4096 MiB (--socket-mem 4096)"])
 
         case("the embedded default (af_packet, --no-huge): nothing to do",
              ["--dry-run"], 0, [],
@@ -120,10 +121,17 @@ def main():
              ], ["phub-boot: port fast0: PCI 0000:3b:00.1: left on its driver (--no-bind)"])
 
         bare = config("bare.lua", "--file-prefix t")
-        case("no --socket-mem, -m or --no-huge: refused, saying what to add",
-             ["--config", bare, "--page-size", "2M", "--dry-run"], 1,
-             want_err="set none of --socket-mem, -m or --no-huge")
-        case("... unless --hugepages says how much",
+        done = subprocess.run([args.server, "--print-boot-info", "--config", bare], capture_output=True, text=True,
+                              timeout=60)
+        need_mib = -(-int(json.loads(done.stdout)["memory_bytes"]) // (1024 * 1024)) if done.returncode == 0 else 0
+        check("--print-boot-info gives the memory budget", need_mib > 0, done.stdout + done.stderr)
+        case("no --socket-mem, -m or --no-huge: the server's memory budget, on any node",
+             ["--config", bare, "--page-size", "2M", "--no-bind", "--dry-run"], 0, [
+                 f"dpdk-hugepages.py --pagesize 2M --reserve {-(-need_mib // 2) * 2}M",
+                 "dpdk-hugepages.py --pagesize 2M --mount --directory /dev/hugepages",
+             ], [f"phub-boot: hugepages: {-(-need_mib // 2)} x 2M on any node for {need_mib} MiB (the server's memory "
+                 "budget (phub-server --check))"])
+        case("... or --hugepages says how much",
              ["--config", bare, "--page-size", "1G", "--hugepages", "3G", "--no-bind", "--dry-run"], 0, [
                  "dpdk-hugepages.py --pagesize 1G --reserve 3072M",
                  "dpdk-hugepages.py --pagesize 1G --mount --directory /dev/hugepages",

@@ -75,5 +75,17 @@ TEST(EalArgs, ArgvHasTheProgramTheArgumentsAndANullEnd) {
   EXPECT_EQ(none.argv()[1], nullptr);
 }
 
+TEST(EalArgs, OptionValueInEverySpelling) {
+  const std::vector<std::string> args = {"--no-huge", "-m", "256", "--socket-mem=1024,0", "-l", "0-3"};
+  EXPECT_EQ(eal_option_value(args, {"-m", "--memory"}), "256");
+  EXPECT_EQ(eal_option_value(args, {"--socket-mem"}), "1024,0");
+  EXPECT_EQ(eal_option_value(args, {"-l"}), "0-3");
+  EXPECT_EQ(eal_option_value({"-m512"}, {"-m"}), "512");
+  EXPECT_EQ(eal_option_value({"--memory", "64", "-m", "128"}, {"-m", "--memory"}), "128");  // the last one
+  EXPECT_EQ(eal_option_value(args, {"--huge-dir"}), std::nullopt);
+  EXPECT_EQ(eal_option_value({"-m"}, {"-m"}), std::nullopt);  // no value after it
+  EXPECT_EQ(eal_option_value({"--socket-memory=5"}, {"--socket-mem"}), std::nullopt);
+}
+
 }  // namespace
 }  // namespace phub

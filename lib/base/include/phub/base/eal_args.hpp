@@ -2,6 +2,7 @@
 // --file-prefix per process, and the argc/argv that rte_eal_init takes (phub/drivers/eal.hpp starts it).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,10 @@ namespace phub {
 // Unless `args` already name one, appends "--file-prefix=<stem>-<pid>": each process its own runtime
 // directory, so that processes running side by side (tests) share no memory files or sockets.
 void add_file_prefix(std::vector<std::string>& args, std::string_view stem);
+// The value of the last of `names` in `args`, as the EAL reads options: a long name as "--name V" or
+// "--name=V", a short one as "-m V" or "-mV". None if no name is there.
+[[nodiscard]] std::optional<std::string> eal_option_value(const std::vector<std::string>& args,
+                                                          std::initializer_list<std::string_view> names);
 // The --file-prefix that `args` name ("--file-prefix=P" or "--file-prefix" "P"; the last one wins, as in the
 // EAL); none if they name none (the EAL then uses "rte", a prefix no phub program made for itself).
 [[nodiscard]] std::optional<std::string> file_prefix_of(const std::vector<std::string>& args);

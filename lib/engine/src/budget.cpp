@@ -1,0 +1,193 @@
+// The memory budget: the engine's allocations from the EAL's memory, as arithmetic over the config.
+#include "phub/engine/budget.hpp"
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "admission.hpp"
+#include "phub/base/eal_args.hpp"
+#include "phub/agg/kernels.hpp"
+#include "phub/config/queue_map.hpp"
+#include "phub/proto/frame.hpp"
+
+namespace phub::engine {
+namespace {
+
+// Received frames start 32 bytes into a cache line (mbufs are line-aligned; 128-byte mbuf, this much
+// private area, 128-byte headroom), so that the payload of a plain phub frame, 96 bytes in, starts on a
+// line: no vector load of a push straddles two lines.
+constexpr uint16_t kRxPrivBytes = 32;
+constexpr unsigned kRxCache = 256;
+constexpr unsigned kDefaultCache = 256;
+// The EAL's and the PMDs' own allocations from the same heap: tests/dpdk/engine/memory_test.cpp measures
+// 0.15 MiB after rte_eal_init with --no-huge; a real NIC's PMD keeps its tables there too, which this
+// machine cannot measure. An allowance, not a measurement.
+constexpr uint64_t kEalBytes = 16ull << 20;
+// Descriptor rings per descriptor: the NIC's ring entry (16 to 32 B) and the PMD's software ring (8 to
+// 16 B), rounded up for the PMDs that keep more per slot.
+constexpr uint64_t kBytesPerDescriptor = 64;
+// Pages the mempools lay objects out in: without hugepages the system's 4 KiB pages; with them, 2 MiB, the
+// smallest x86 hugepage (1 GiB pages lose less to the objects that do not fill a page).
+constexpr uint64_t kSmallPageBytes = 4096;
+constexpr uint64_t kHugepageBytes = 2ull << 20;
+// The request and response rings between the control thread and each lcore.
+constexpr uint32_t kRequestEntries = 64;
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+uint64_t ring_bytes(uint32_t entries) {
+  return static_cast<uint64_t>(rte_ring_get_memsize(static_cast<unsigned>(rte_align32pow2(entries + 1))));
+}
+
+// "512" -> 512 (MiB); nullopt for anything that is not a whole number.
+std::optional<uint64_t> whole_mib(std::string_view text) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+MbufPoolPlan header_pool_plan(const config::Config& cfg) {
+  return {"hdr", cfg.limits.mbufs, static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + 128), 0, kDefaultCache};
+}
+
+MbufPoolPlan attach_pool_plan(const config::Config& cfg) { return {"ext", cfg.limits.mbufs, 0, 0, kDefaultCache}; }
+
+MbufPoolPlan rx_pool_plan(const config::Config& cfg, size_t port) {
+  uint16_t max_mtu = 0;
+  for (const auto& p : cfg.ports) max_mtu = std::max(max_mtu, p.mtu);
+  // Jumbo MTUs get 1 KiB of slack over the frame, so that PMDs with their own frame slots (af_packet's
+  // framesz) fit whatever a frame-sized slot rounds up to.
+  const unsigned frame = max_mtu + proto::kEthBytes + proto::kVlanBytes;
+  const auto room = static_cast<uint16_t>(max_mtu <= 1500 ? RTE_MBUF_DEFAULT_BUF_SIZE
+                                                          : RTE_PKTMBUF_HEADROOM + (frame + 1023) / 1024 * 1024 + 1024);
+  return {"rx" + std::to_string(port), cfg.limits.mbufs, room, kRxPrivBytes, kRxCache};
+}
+
+MbufPoolPlan copy_pool_plan(const config::Config& cfg) {
+  MbufPoolPlan p = rx_pool_plan(cfg, 0);
+  p.purpose = "copy";
+  p.priv_bytes = 0;
+  p.cache = kDefaultCache;
+  return p;
+}
+
+uint64_t mbuf_pool_bytes(const MbufPoolPlan& plan, uint64_t page_bytes) {
+  rte_mempool_objsz sz{};
+  const uint32_t elt = static_cast<uint32_t>(sizeof(rte_mbuf)) + plan.priv_bytes + plan.data_room_bytes;
+  rte_mempool_calc_obj_size(elt, 0, &sz);
+  const uint64_t obj = sz.total_size, n = plan.mbufs;
+  // A packet mempool keeps each object within one page (its buffer must be contiguous for the NIC): a page
+  // holds floor(page / object) objects and the rest of it is lost; an object larger than a page takes whole
+  // pages of its own. On 2 MiB pages the loss is a fraction of a percent; on the 4 KiB pages of --no-huge,
+  // a 2.3 KiB mbuf takes a page.
+  uint64_t objects = obj * n;
+  if (page_bytes != 0) {
+    const uint64_t per_page = page_bytes / obj;
+    objects = per_page == 0 ? (obj + page_bytes - 1) / page_bytes * page_bytes * n
+                            : (n / per_page) * page_bytes + (n % per_page) * obj;
+  }
+  const unsigned cache = std::min<unsigned>({plan.cache, RTE_MEMPOOL_CACHE_MAX_SIZE, plan.mbufs / 2});
+  const uint64_t header = sizeof(rte_mempool) + sizeof(rte_pktmbuf_pool_private) +
+                          (cache != 0 ? RTE_MAX_LCORE * sizeof(rte_mempool_cache) : 0);
+  return objects + ring_bytes(plan.mbufs) + header;
+}
+
+uint64_t MemoryBudget::total_bytes() const noexcept {
+  uint64_t t = 0;
+  for (const auto& i : items) t += i.bytes;
+  return t;
+}
+
+std::string MemoryBudget::describe() const {
+  std::string out = mib(total_bytes()) + ":";
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? " " : ", ") + items[i].what + " " + mib(items[i].bytes);
+  return out;
+}
+
+Expected<MemoryBudget, std::string> memory_budget(const config::Config& cfg, uint64_t page_bytes) {
+  auto plans = plan_jobs(cfg, agg::select_kernels());
+  if (!plans) {
+    std::string all;
+    for (const auto& e : plans.error()) all += (all.empty() ? "" : "; ") + e;
+    return unexpected(all);
+  }
+  MemoryBudget b;
+  std::vector<MbufPoolPlan> pools = {header_pool_plan(cfg), attach_pool_plan(cfg)};
+  for (size_t p = 0; p < cfg.ports.size(); ++p) pools.push_back(rx_pool_plan(cfg, p));
+  pools.push_back(copy_pool_plan(cfg));
+  uint64_t pool_bytes = 0;
+  for (const auto& p : pools) pool_bytes += mbuf_pool_bytes(p, page_bytes);
+  b.items.push_back({"mbuf pools (" + std::to_string(pools.size()) + " of " + std::to_string(cfg.limits.mbufs) +
+                         " mbufs, the copy pool counted)",
+                     pool_bytes});
+
+  const config::QueueMap queues = config::queue_map(cfg);
+  uint64_t descriptors = 0;
+  for (size_t p = 0; p < cfg.ports.size(); ++p) {
+    descriptors += static_cast<uint64_t>(cfg.ports[p].rx_desc) * queues.rx_queues(static_cast<uint16_t>(p)) +
+                   static_cast<uint64_t>(cfg.ports[p].tx_desc) * queues.tx_queues;
+  }
+  b.items.push_back({"descriptor rings", descriptors * kBytesPerDescriptor});
+
+  const auto nl = static_cast<uint64_t>(cfg.lcores.size());
+  const uint64_t rings = nl * (nl > 0 ? nl - 1 : 0) * ring_bytes(cfg.limits.ring_entries) +
+                         2 * nl * ring_bytes(kRequestEntries) + rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(nl));
+  b.items.push_back({"hand-off and request rings", rings});
+  uint64_t jobs = 0;
+  for (const auto& plan : *plans) jobs += plan->memory.data_plane();
+  b.items.push_back({"job state (" + std::to_string(plans->size()) + " jobs)", jobs});
+  b.items.push_back({"EAL", kEalBytes});
+  return b;
+}
+
+Expected<Reservation, std::string> reservation_from_eal_args(
+    const std::vector<std::string>& eal_args, const std::function<std::optional<uint64_t>()>& free_hugepage_bytes) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  const bool no_huge = std::find(eal_args.begin(), eal_args.end(), "--no-huge") != eal_args.end();
+  if (auto socket_mem = eal_option_value(eal_args, {"--socket-mem"}); socket_mem && !no_huge) {
+    uint64_t total = 0;
+    std::string_view rest = *socket_mem;
+    while (true) {
+      const size_t comma = rest.find(',');
+      const auto one = whole_mib(rest.substr(0, comma));
+      if (!one) return unexpected("eal_args: --socket-mem '" + *socket_mem + "' is not a list of MiB per socket");
+      total += *one * kMiB;
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    return Reservation{total, true, kHugepageBytes, "--socket-mem " + *socket_mem};
+  }
+  if (auto m = eal_option_value(eal_args, {"-m", "--memory"})) {
+    const auto v = whole_mib(*m);
+    if (!v) return unexpected("eal_args: -m '" + *m + "' is not a number of MiB");
+    return Reservation{*v * kMiB, true, no_huge ? kSmallPageBytes : kHugepageBytes, (no_huge ? "--no-huge -m " : "-m ") + *m};
+  }
+  // rte_eal_init's memory without hugepages and without -m (MEMSIZE_IF_NO_HUGE_PAGE).
+  if (no_huge) return Reservation{64 * kMiB, true, kSmallPageBytes, "--no-huge without -m: the EAL's default"};
+  const auto free_bytes = free_hugepage_bytes ? free_hugepage_bytes() : std::nullopt;
+  return Reservation{free_bytes.value_or(0), false, kHugepageBytes, free_bytes ? "the free hugepages now, no --socket-mem or -m"
+                                                        : "no hugepages on this machine, and no --socket-mem or -m"};
+}
+
+std::string Reservation::describe() const { return mib(bytes) + " (" + source + ")"; }
+
+std::string budget_refusal(const MemoryBudget& budget, const Reservation& reservation) {
+  if (budget.total_bytes() <= reservation.bytes) return {};
+  return "memory: the config needs " + budget.describe() + "; the EAL will have " + reservation.describe() +
+         ": reserve more (eal_args), or lower limits.mbufs or the jobs' sizes";
+}
+
+}  // namespace phub::engine
