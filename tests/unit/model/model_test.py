@@ -147,13 +147,16 @@ class Refusals(unittest.TestCase):
             systems.comm(cluster(), cost(), "mesh")
 
 
-class Calibration(unittest.TestCase):
+class JsonFiles(unittest.TestCase):
     def write(self, data):
         f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
         json.dump(data, f)
         f.close()
         self.addCleanup(os.unlink, f.name)
         return f.name
+
+
+class Calibration(JsonFiles):
 
     @staticmethod
     def run_at(mtu, payload, cycles, pps, busy):
@@ -185,6 +188,38 @@ class Calibration(unittest.TestCase):
         k = calibration.from_pktgen(os.path.join(ROOT, "docs", "bench", "pktgen.json"))
         self.assertGreater(k.cycles_per_byte, 0)
         self.assertGreater(k.tsc_hz, 1e8)
+
+
+class Measured(JsonFiles):
+    def test_ddp_points(self):
+        # Two workers, 1 M fp32 (4 MB): phub, gloo and MPI on nominal links, and phub again at the raw UDP rate.
+        from phubmodel import measured
+        path = self.write({"link_mbit": 1000, "server_mbit": 4000, "mtu": 9000, "lcores": 2,
+                           "raw_udp_bytes_per_s": 1e8, "results": [
+                               {"size": 1_000_000, "workers": 2, "phub_s": [0.3, 0.1, 0.2], "gloo_s": [0.4],
+                                "mpi_s": [0.5, 0.6]}]})
+        points = measured.from_ddp(path)
+        self.assertEqual([(p.system, p.measured_s, p.links) for p in points][:3],
+                         [("flat_ps", 0.2, "nominal"), ("ring", 0.4, "nominal"), ("ring", 0.55, "nominal")])
+        c = points[0].cluster
+        self.assertEqual((c.workers, c.racks, c.host_gbps, c.server_gbps, c.server_lcores, c.model_bytes),
+                         (2, 1, 1.0, 4.0, 2, 4_000_000))
+        from phubmodel.systems import phub_goodput_share
+        self.assertAlmostEqual(points[3].cluster.host_gbps, 0.8 / phub_goodput_share(9000))
+
+    def test_hier_points_and_old_json(self):
+        from phubmodel import ModelError, measured
+        data = {"access_mbit": 50.0, "hub_mbit": 200.0, "racks": 3, "hosts_per_rack": 4, "oversubscription": 4.0,
+                "delays_us": [100, 200, 400], "ip_mtu": 1500, "server_lcores": 1, "tensor_bytes": 4 << 20,
+                "median": {"hier": {"seconds": 1.0}, "gloo_shuffled": {"seconds": 5.0}}}
+        points = measured.from_hier(self.write(data))
+        self.assertEqual([(p.leg, p.system, p.cluster.ring_order) for p in points],
+                         [("hier", "hier_phub", "planned"), ("gloo_shuffled", "ring", "shuffled")])
+        self.assertAlmostEqual(points[0].cluster.cross_rack_rtt_s, 1.2e-3)  # 2 x (200 + 400) us
+        self.assertAlmostEqual(points[0].cluster.uplink_bps(), 50e6)
+        del data["delays_us"]
+        with self.assertRaisesRegex(ModelError, "lacks delays_us"):
+            measured.from_hier(self.write(data))
 
 
 class Command(unittest.TestCase):

@@ -7,14 +7,15 @@ import json
 import statistics
 
 from . import ModelError
-from .systems import Cluster
+from .systems import Cluster, phub_goodput_share
 
 
 class Point:
     """One measured step: the bench and leg it came from, the model system it is, the cluster, the seconds."""
 
-    def __init__(self, bench, leg, system, cluster, measured_s):
+    def __init__(self, bench, leg, system, cluster, measured_s, links="nominal"):
         self.bench, self.leg, self.system, self.cluster, self.measured_s = bench, leg, system, cluster, measured_s
+        self.links = links  # "nominal": the rates the testbed sets; else what the bench measured of a link
 
 
 def _load(path):
@@ -33,18 +34,25 @@ def _need(data, path, *keys):
 
 def from_ddp(path):
     """tools/bench/ddp: W workers on host links of link_mbit, one server NIC of server_mbit, one flat job; every
-    rep an exchange of the whole tensor with no compute. The testbed adds no delay (RTT 0: veth only)."""
+    rep an exchange of the whole tensor with no compute. The testbed adds no delay (RTT 0: veth only). The phub
+    legs are given twice: with the nominal host rate, and with the host rate at which the bench's UDP blaster
+    (raw_udp_bytes_per_s, worker to worker, same run) filled a link, a measurement of the link, not of phub."""
     data = _load(path)
-    _need(data, path, "link_mbit", "server_mbit", "mtu", "lcores", "results")
+    _need(data, path, "link_mbit", "server_mbit", "mtu", "lcores", "results", "raw_udp_bytes_per_s")
+    raw_gbps = data["raw_udp_bytes_per_s"] * 8 / phub_goodput_share(data["mtu"]) / 1e9
     points = []
     for r in data["results"]:
-        c = Cluster(workers=r["workers"], racks=1, host_gbps=data["link_mbit"] / 1e3, oversubscription=1.0,
-                    rtt_s=0.0, cross_rack_rtt_s=0.0, model_bytes=r["size"] * 4, compute_s=0.0, overlap=0.0,
-                    server_gbps=data["server_mbit"] / 1e3, server_nics=1, server_lcores=data["lcores"], shards=1,
-                    ip_mtu=data["mtu"])
+        def at(host_gbps):
+            return Cluster(workers=r["workers"], racks=1, host_gbps=host_gbps, oversubscription=1.0, rtt_s=0.0,
+                           cross_rack_rtt_s=0.0, model_bytes=r["size"] * 4, compute_s=0.0, overlap=0.0,
+                           server_gbps=data["server_mbit"] / 1e3, server_nics=1, server_lcores=data["lcores"],
+                           shards=1, ip_mtu=data["mtu"])
         tag = "%gM w%d" % (r["size"] / 1e6, r["workers"])
         for leg, system in (("phub", "flat_ps"), ("gloo", "ring"), ("mpi", "ring")):
-            points.append(Point("ddp", "%s %s" % (leg, tag), system, c, statistics.median(r[leg + "_s"])))
+            points.append(Point("ddp", "%s %s" % (leg, tag), system, at(data["link_mbit"] / 1e3),
+                                statistics.median(r[leg + "_s"])))
+        points.append(Point("ddp", "phub %s" % tag, "flat_ps", at(raw_gbps), statistics.median(r["phub_s"]),
+                            links="raw UDP %.3f Gbit/s" % raw_gbps))
     return points
 
 

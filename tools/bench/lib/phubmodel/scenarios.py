@@ -26,6 +26,14 @@ def cluster(a, workers, **override):
     return Cluster(**fields)
 
 
+def hubs_at_link_rate(a, workers, cost):
+    """cluster(a, workers) with each server (hub) given the NICs and lcores that one rack's hub needs to keep its
+    workers at link rate (servers_at_link_rate), on one machine."""
+    c = cluster(a, workers)
+    need = servers_at_link_rate(c, cost)["hier_phub"]
+    return cluster(a, workers, server_nics=need["nics"] // c.racks, server_lcores=need["lcores"] // c.racks)
+
+
 def step_table(a, cost, counts=WORKER_COUNTS):
     """{system: [step seconds per worker count]}."""
     return {s: [step_s(cluster(a, w), cost, s) for w in counts] for s in SYSTEMS}
