@@ -32,7 +32,7 @@ def bars(path, title, ylabel, labels, series, note=""):
     return _finish(fig, ax, title, ylabel, path, note)
 
 
-def lines(path, title, xlabel, ylabel, xs, series, limit=None, limit_label="", logx=False, note=""):
+def lines(path, title, xlabel, ylabel, xs, series, limit=None, limit_label="", logx=False, note="", logy=False):
     """Lines over xs; `series` is [(name, [y per x]), ...]; an optional horizontal limit."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, ys in series:
@@ -41,6 +41,8 @@ def lines(path, title, xlabel, ylabel, xs, series, limit=None, limit_label="", l
         ax.axhline(limit, color="#aa3333", linestyle="--", label=limit_label)
     if logx:
         ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in xs])
     ax.set_xlabel(xlabel)
