@@ -113,6 +113,7 @@ std::vector<PortInfo> Engine::port_infos(const config::Config& cfg) const {
     pi.mac = port.mac();
     pi.mtu = cfg.ports[i].mtu;
     pi.zero_copy_tx = port.tx_multi_seg() && !cfg.ports[i].tx_copy;
+    pi.tx_udp_checksum_offload = port.tx_udp_checksum_offload();
     out.push_back(pi);
   }
   return out;

@@ -190,7 +190,10 @@ std::vector<std::string> Engine::startup_lines() const {
   const Snapshot& s = snapshot();
   out.push_back(agg::describe_selection());
   for (size_t p = 0; p < ports_.size(); ++p) {
-    out.push_back(ports_[p]->describe() + ", ipv4 " + format_ipv4(s.ports[p].ipv4));
+    // What the PMD does not check of a UDP checksum ("rx-udp-cksum sw") is checked here unless trusted.
+    const bool trusted = !s.ports[p].verify_udp_checksum && !ports_[p]->rx_udp_checksum_offload();
+    out.push_back(ports_[p]->describe() + (trusted ? " (udp_checksum trust: not checked)" : "") + ", ipv4 " +
+                  format_ipv4(s.ports[p].ipv4));
   }
   for (const auto& l : queue_lines()) out.push_back(l);
   for (const auto& l : steering_lines_) out.push_back(l);

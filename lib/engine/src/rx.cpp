@@ -149,8 +149,8 @@ void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, b
   if (rx.ip.protocol != proto::kIpProtoUdp) return drop(Drop::ip_other_protocol);
 
   if (auto e = proto::parse_udp_into(rx.frame, rx.ip, rx.udp)) return malformed(*e);
-  // The PMD's verdict when it has one (GOOD, BAD, or NONE: the data is known intact). UNKNOWN (af_packet,
-  // memif, ring, tap...): checked here, over the frame, which is one segment since the linearise above.
+  // The PMD's verdict when it has one (GOOD, BAD, or NONE: the data is known intact). UNKNOWN (no checksum
+  // offload: af_packet, memif, ring): checked here, over the frame, one segment since the linearise above.
   // A 0 field is no checksum (IPv4) and accepted.
   const uint64_t l4 = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
   if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD ||

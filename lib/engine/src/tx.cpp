@@ -61,10 +61,19 @@ std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Pee
     a.src_port = static_cast<uint16_t>(plan.cfg.port_base + r_.index);
     a.dst_port = peer.udp_port;
     proto::write_eth_ipv4_udp(a, udp_payload_bytes, peer.l234);
+    if (pi.tx_udp_checksum_offload) proto::seed_udp_checksum_offload(peer.l234);
     peer.l234_udp_payload = static_cast<uint16_t>(udp_payload_bytes);
     peer.l234_generation = snap_->generation;
   }
   std::memcpy(p, peer.l234.data(), peer.l234.size());
+  if (snap_->ports[peer.port].tx_udp_checksum_offload) {
+    // The PMD sums the datagram over every segment (a shared result payload included, which it only reads)
+    // from the pseudo-header sum the template carries; without the offload the field stays 0 (no checksum).
+    m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_CKSUM;
+    m->l2_len = proto::kEthBytes;
+    m->l3_len = proto::kIpv4Bytes;
+    m->l4_len = proto::kUdpBytes;
+  }
   return p + peer.l234.size();
 }
 

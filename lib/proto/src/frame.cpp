@@ -186,6 +186,17 @@ uint32_t udp_pseudo_sum(const Ipv4& ip) noexcept {
 }
 }  // namespace
 
+void seed_udp_checksum_offload(std::span<std::byte> l234) noexcept {
+  std::byte* ip = l234.data() + kEthBytes;
+  std::byte* udp = ip + kIpv4Bytes;
+  const uint32_t src = load_be<uint32_t>(ip + 12);
+  const uint32_t dst = load_be<uint32_t>(ip + 16);
+  uint32_t sum = (src >> 16) + (src & 0xffffu) + (dst >> 16) + (dst & 0xffffu) + kIpProtoUdp + load_be<uint16_t>(udp + 4);
+  sum = (sum & 0xffffu) + (sum >> 16);
+  sum = (sum & 0xffffu) + (sum >> 16);
+  store_be<uint16_t>(udp + 6, static_cast<uint16_t>(sum));
+}
+
 bool udp_checksum_ok(std::span<const std::byte> frame, const Ipv4& ip) noexcept {
   const auto udp = frame.subspan(ip.l4_offset, ip.l4_bytes);
   if (load_be<uint16_t>(udp.data() + 6) == 0) return true;

@@ -269,6 +269,8 @@ std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds t
         r.dst_port = f->udp.dst_port;
         r.dst_ip = f->ip.dst;
         r.src_port = f->udp.src_port;
+        r.udp_checksum = load_be<uint16_t>(frame.data() + f->ip.l4_offset + 6);
+        r.udp_checksum_ok = proto::udp_checksum_ok(frame, f->ip);
         r.msg.assign(frame.begin() + static_cast<std::ptrdiff_t>(f->udp.payload_offset),
                      frame.begin() + static_cast<std::ptrdiff_t>(f->udp.payload_offset + f->udp.payload_bytes));
         out.push_back(std::move(r));
@@ -279,16 +281,20 @@ std::vector<Received> Workers::receive(size_t count, std::chrono::milliseconds t
   return out;
 }
 
+std::unique_ptr<engine::Engine> start_engine(const config::Config& cfg) {
+  auto created = engine::Engine::create(cfg);
+  if (!created) throw std::runtime_error(created.error());
+  auto started = (*created)->start();
+  if (!started) throw std::runtime_error(started.error());
+  return std::move(*created);
+}
+
 StartedEngine::StartedEngine(uint16_t lcores, std::vector<config::Job> jobs,
                              const std::function<void(config::Config&)>& tweak)
     : link(lcores) {
   cfg = make_config(link.server_name(), lcores, std::move(jobs));
   if (tweak) tweak(cfg);
-  auto created = engine::Engine::create(cfg);
-  if (!created) throw std::runtime_error(created.error());
-  engine = std::move(*created);
-  auto started = engine->start();
-  if (!started) throw std::runtime_error(started.error());
+  engine = start_engine(cfg);
   workers = std::make_unique<Workers>(link.worker_name(), lcores, *engine);
   for (const auto& j : cfg.jobs) (void)workers->layout(j, lcores);
 }

@@ -50,6 +50,8 @@ struct Received {
   uint32_t dst_ip = 0;    // IPv4 destination (the worker's address)
   uint16_t src_port = 0;  // UDP source (the server lcore's port)
   std::vector<std::byte> msg;  // the UDP payload as sent: header and payload (to open session packets)
+  uint16_t udp_checksum = 0;   // the UDP checksum field as it came (0: none)
+  bool udp_checksum_ok = false;  // it checks over the datagram, or is 0
 };
 
 // The 44-byte payload of a join (protocol v3) with a nonce that depends only on the arguments: a join
@@ -114,6 +116,9 @@ class Workers {
   // (job id, rank, IPv4, UDP port) -> the server's address cookie for it.
   std::map<std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>, uint32_t> cookies_;
 };
+
+// Engine::create and start on `cfg` (std::runtime_error with the engine's message if either fails).
+std::unique_ptr<engine::Engine> start_engine(const config::Config& cfg);
 
 // An engine started on a RingLink of its own with the workers on the link's other end: make_config with
 // `lcores` lcores and `jobs`, edited by `tweak` (timeouts, limits, lcore ids ...) before the engine is

@@ -73,6 +73,24 @@ TEST(Frame, UdpChecksumVerifiesOverPseudoHeader) {
   EXPECT_EQ(inet_checksum(std::span(f).subspan(l4), pseudo), 0);
 }
 
+// What a NIC with UDP checksum offload does: the one's-complement sum over the datagram, seeded with the
+// pseudo-header sum in the checksum field, complemented; it must equal the checksum computed in software.
+TEST(Frame, SeededPseudoHeaderCompletesToTheSoftwareChecksum) {
+  for (uint16_t payload : {0, 1, 10, 333, 480}) {
+    const auto want = frame_with(payload);
+    auto seeded = want;
+    const size_t l4 = kEthBytes + kIpv4Bytes;
+    seed_udp_checksum_offload(std::span(seeded).first(l4 + kUdpBytes));
+    const uint16_t seed = load_be<uint16_t>(seeded.data() + l4 + 6);
+    EXPECT_NE(seed, 0u) << payload;
+    uint16_t by_nic = inet_checksum(std::span<const std::byte>(seeded).subspan(l4));
+    if (by_nic == 0) by_nic = 0xffff;
+    EXPECT_EQ(by_nic, load_be<uint16_t>(want.data() + l4 + 6)) << payload;
+    store_be<uint16_t>(seeded.data() + l4 + 6, by_nic);
+    EXPECT_EQ(seeded, want) << payload;  // nothing else changed
+  }
+}
+
 TEST(Frame, AcceptsEthernetPaddingAndVlanTag) {
   auto f = frame_with(1);
   f.resize(f.size() + 20, std::byte{0xee});  // trailing padding beyond the IPv4 total length

@@ -51,6 +51,15 @@ Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
   }
   p.tx_multi_seg_ = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
   if (p.tx_multi_seg_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  // Checksums, where the PMD has them. Not MBUF_FAST_FREE: it needs every mbuf a queue sends to come from
+  // one mempool with a refcount of 1, and a queue sends header mbufs, copies and ARP/ICMP replies from
+  // different pools, chained to result segments shared between packets (refcounted, external buffers).
+  p.rx_ipv4_cksum_ = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) != 0;
+  p.rx_udp_cksum_ = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM) != 0;
+  p.tx_udp_cksum_ = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
+  if (p.rx_ipv4_cksum_) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+  if (p.rx_udp_cksum_) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+  if (p.tx_udp_cksum_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
   if (int rc = rte_eth_dev_configure(p.id_, spec.rx_queues, spec.tx_queues, &conf); rc != 0) {
     return unexpected(err("port " + p.name_ + ": configure", rc));
   }
@@ -120,6 +129,9 @@ EthPort& EthPort::operator=(EthPort&& o) noexcept {
     tx_queues_ = o.tx_queues_;
     mtu_ = o.mtu_;
     tx_multi_seg_ = o.tx_multi_seg_;
+    rx_ipv4_cksum_ = o.rx_ipv4_cksum_;
+    rx_udp_cksum_ = o.rx_udp_cksum_;
+    tx_udp_cksum_ = o.tx_udp_cksum_;
     gated_on_link_ = o.gated_on_link_;
     probed_by_us_ = std::exchange(o.probed_by_us_, false);
     started_ = std::exchange(o.started_, false);
@@ -157,7 +169,9 @@ PortStats EthPort::stats() const noexcept {
 std::string EthPort::describe() const {
   return "port " + name_ + " (id " + std::to_string(id_) + ", driver " + driver_ + "): mac " + format_mac(mac_) +
          ", " + std::to_string(rx_queues_) + " RX / " + std::to_string(tx_queues_) + " TX queue(s), mtu " + std::to_string(mtu_) +
-         ", zero-copy tx " + (tx_multi_seg_ ? "yes" : "no (results copied)");
+         ", zero-copy tx " + (tx_multi_seg_ ? "yes" : "no (results copied)") + ", rx-ipv4-cksum " +
+         (rx_ipv4_cksum_ ? "hw" : "sw") + ", rx-udp-cksum " + (rx_udp_cksum_ ? "hw" : "sw") + ", tx-udp-cksum " +
+         (tx_udp_cksum_ ? "hw" : "off (field 0)") + ", fast-free no (mixed pools, shared segments)";
 }
 
 }  // namespace phub::drivers

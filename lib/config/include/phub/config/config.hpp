@@ -19,7 +19,7 @@ enum class Steering : uint8_t {
   ring,       // never install flow rules; RSS or fan-out, then the owner's ring
 };
 
-// What the server does with a UDP checksum the port's PMD did not check (af_packet, memif, ring, tap...).
+// What the server does with a UDP checksum the port's PMD did not check (af_packet, memif, ring: no offload).
 enum class UdpChecksum : uint8_t {
   verify,  // check it in software; a wrong one is dropped (udp_checksum_bad). A 0 field (none) is accepted.
   trust,   // do not: the PMD's verdict only (for links whose senders leave partial checksums, e.g. veth)

@@ -27,6 +27,7 @@ struct PortInfo {
   uint16_t mtu = 1500;
   bool zero_copy_tx = false;   // chained mbufs with external buffers (ports[].tx_copy off and the PMD can)
   bool verify_udp_checksum = true;  // ports[].udp_checksum: check what the PMD did not
+  bool tx_udp_checksum_offload = false;  // the PMD fills in the UDP checksum of what is sent (else it stays 0)
 };
 
 // The mutable state of one admitted job: what each lcore owns for it (chunks, buffers, rounds, peers,

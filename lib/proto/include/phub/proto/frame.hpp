@@ -103,6 +103,10 @@ void write_eth_ipv4_udp(const FlowAddrs& a, size_t udp_payload_bytes, std::span<
 // The UDP checksum of a datagram parse_udp accepted: true when it checks over the pseudo-header, the UDP
 // header and the payload, or when the field is 0 (no checksum, legal for IPv4).
 [[nodiscard]] bool udp_checksum_ok(std::span<const std::byte> frame, const Ipv4& ip) noexcept;
+// For a port whose NIC computes the UDP checksum (TX offload): write into the UDP checksum field of `l234`
+// (Ethernet, IPv4 and UDP headers as write_eth_ipv4_udp writes them) the folded, uncomplemented sum of the
+// IPv4 pseudo-header (addresses, protocol, UDP length), which the NIC completes over the datagram.
+void seed_udp_checksum_offload(std::span<std::byte> l234) noexcept;
 // After bytes under a UDP checksum changed (a header signed after build_phub_frame): recompute it, if the
 // frame is IPv4/UDP and has one (a 0 field stays 0).
 void refresh_udp_checksum(std::span<std::byte> frame) noexcept;

@@ -74,6 +74,13 @@ class EthPort {
   // Whether chained mbufs can be sent (results then reference the result buffer without a copy).
   [[nodiscard]] bool tx_multi_seg() const noexcept { return tx_multi_seg_; }
   [[nodiscard]] uint16_t mtu() const noexcept { return mtu_; }
+  // Checksum offloads, each requested only where the PMD's capabilities have it (see open()). RX: the PMD
+  // gives a verdict in ol_flags (RTE_MBUF_F_RX_IP_CKSUM_*, RTE_MBUF_F_RX_L4_CKSUM_*) and the software check
+  // is skipped for what it found good. TX: a UDP frame marked RTE_MBUF_F_TX_UDP_CKSUM, with l2/l3/l4_len and
+  // the pseudo-header sum in its checksum field, gets its UDP checksum from the PMD.
+  [[nodiscard]] bool rx_ipv4_checksum_offload() const noexcept { return rx_ipv4_cksum_; }
+  [[nodiscard]] bool rx_udp_checksum_offload() const noexcept { return rx_udp_cksum_; }
+  [[nodiscard]] bool tx_udp_checksum_offload() const noexcept { return tx_udp_cksum_; }
 
   [[nodiscard]] uint16_t rx(uint16_t queue, rte_mbuf** pkts, uint16_t n) const noexcept {
     if (gated_on_link_ && !link_up()) return 0;
@@ -100,7 +107,7 @@ class EthPort {
   void flush_flows() noexcept;
 
   [[nodiscard]] PortStats stats() const noexcept;
-  // One line: name, driver, MAC, queues, MTU, offloads.
+  // One line: name, driver, MAC, queues, MTU, offloads (zero-copy TX, checksums, fast free).
   [[nodiscard]] std::string describe() const;
 
  private:
@@ -114,6 +121,9 @@ class EthPort {
   uint16_t tx_queues_ = 0;
   uint16_t mtu_ = 0;
   bool tx_multi_seg_ = false;
+  bool rx_ipv4_cksum_ = false;
+  bool rx_udp_cksum_ = false;
+  bool tx_udp_cksum_ = false;
   // net_memif (DPDK 22.11) computes a queue's ring address from its shared-memory region before it checks
   // that the peer is connected. While a peer connects, the control thread maps the region and only then
   // sets the connected flag and the link: a burst that read the region unmapped and the flag set faults
