@@ -90,15 +90,22 @@ constexpr uint16_t kRxPrivBytes = 32;
 
 Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
   queues_ = config::queue_map(cfg);
-  const int socket = static_cast<int>(rte_socket_id()) < 0 ? 0 : static_cast<int>(rte_socket_id());
-  const uint32_t mbufs = cfg.limits.mbufs;
-  auto hdr = drivers::Mempool::create(names_ + "hdr", mbufs, RTE_PKTMBUF_HEADROOM + 128, socket);
-  if (!hdr) return unexpected(hdr.error());
-  hdr_pool_ = std::move(*hdr);
-  auto ext = drivers::Mempool::create(names_ + "ext", mbufs, 0, socket);
-  if (!ext) return unexpected(ext.error());
-  ext_pool_ = std::move(*ext);
+  // Every port is attached before any pool exists: a port's socket is known only once its device is, and
+  // its RX pool goes there (SOCKET_ID_ANY, -1, where the bus does not say: config::kAnySocket).
+  static_assert(config::kAnySocket == SOCKET_ID_ANY);
+  std::vector<int> port_sockets, lcore_sockets;
+  for (size_t i = 0; i < cfg.ports.size(); ++i) {
+    auto port = drivers::EthPort::attach(cfg.ports[i].device);
+    if (!port) return unexpected("ports[" + std::to_string(i + 1) + "] (" + cfg.ports[i].name + "): " + port.error());
+    port_sockets.push_back(port->numa_socket());
+    ports_.push_back(std::make_unique<drivers::EthPort>(std::move(*port)));
+  }
+  for (const auto& l : cfg.lcores) lcore_sockets.push_back(static_cast<int>(rte_lcore_to_socket_id(l.id)));
+  auto placed = config::place_memory(cfg, queues_, lcore_sockets, port_sockets);
+  if (!placed) return unexpected(placed.error());
+  placement_ = std::move(*placed);
 
+  const uint32_t mbufs = cfg.limits.mbufs;
   uint16_t max_mtu = 0;
   for (const auto& p : cfg.ports) max_mtu = std::max(max_mtu, p.mtu);
   // Jumbo MTUs get 1 KiB of slack over the frame, so that PMDs with their own frame slots (af_packet's
@@ -109,7 +116,8 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
   bool need_copy = false;
   for (size_t i = 0; i < cfg.ports.size(); ++i) {
     const auto& pc = cfg.ports[i];
-    auto pool = drivers::Mempool::create(names_ + "rx" + std::to_string(i), mbufs, room, socket, 256, kRxPrivBytes);
+    auto pool = drivers::Mempool::create(names_ + "rx" + std::to_string(i), mbufs, room,
+                                         placement_.rx_pool_socket[i], 256, kRxPrivBytes);
     if (!pool) return unexpected(pool.error());
     drivers::PortSpec spec;
     spec.devargs = pc.device;
@@ -121,15 +129,29 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
     spec.mac = pc.mac;
     spec.rx_pool = pool->get();
     rx_pools_.push_back(std::move(*pool));
-    auto port = drivers::EthPort::open(spec);
-    if (!port) return unexpected("ports[" + std::to_string(i + 1) + "] (" + pc.name + "): " + port.error());
-    need_copy = need_copy || !port->tx_multi_seg() || pc.tx_copy;
-    ports_.push_back(std::make_unique<drivers::EthPort>(std::move(*port)));
+    auto& port = *ports_[i];
+    if (auto r = port.start(spec); !r) {
+      return unexpected("ports[" + std::to_string(i + 1) + "] (" + pc.name + "): " + r.error());
+    }
+    need_copy = need_copy || !port.tx_multi_seg() || pc.tx_copy;
   }
-  if (need_copy) {
-    auto copy = drivers::Mempool::create(names_ + "copy", mbufs, room, socket);
-    if (!copy) return unexpected(copy.error());
-    copy_pool_ = std::move(*copy);
+  // One set of transmit pools per socket with lcores; the names of a second set on get the socket.
+  for (const int socket : placement_.tx_pool_sockets) {
+    const std::string suffix =
+        placement_.tx_pool_sockets.size() == 1 ? "" : socket < 0 ? "_sany" : "_s" + std::to_string(socket);
+    TxPools set;
+    auto hdr = drivers::Mempool::create(names_ + "hdr" + suffix, mbufs, RTE_PKTMBUF_HEADROOM + 128, socket);
+    if (!hdr) return unexpected(hdr.error());
+    set.hdr = std::move(*hdr);
+    auto ext = drivers::Mempool::create(names_ + "ext" + suffix, mbufs, 0, socket);
+    if (!ext) return unexpected(ext.error());
+    set.ext = std::move(*ext);
+    if (need_copy) {
+      auto copy = drivers::Mempool::create(names_ + "copy" + suffix, mbufs, room, socket);
+      if (!copy) return unexpected(copy.error());
+      set.copy = std::move(*copy);
+    }
+    tx_pools_.push_back(std::move(set));
   }
   return {};
 }
@@ -200,6 +222,7 @@ std::vector<std::string> Engine::startup_lines() const {
     out.push_back(ports_[p]->describe() + ", ipv4 " + format_ipv4(s.ports[p].ipv4));
   }
   for (const auto& l : queue_lines()) out.push_back(l);
+  for (const auto& l : placement_.describe(*s.config)) out.push_back(l);
   for (const auto& l : steering_lines_) out.push_back(l);
   for (const auto& plan : s.jobs) {
     const auto& c = plan->cfg;
