@@ -112,6 +112,7 @@ Lcore convert_lcore(const Value& v, const std::string& path, Errors& errors) {
   Record r(v, path, errors);
   r.integer("id", l.id, 1, kMaxLcoreId, true);
   if (const Value* ports = r.get("ports")) l.ports = strings_of(*ports, r.path("ports"), errors);
+  r.boolean("cross_socket", l.cross_socket);
   return l;
 }
 

@@ -53,7 +53,10 @@ std::string describe(const Config& c) {
          (p.udp_checksum == UdpChecksum::trust ? " udp_checksum trust" : "");
   }
   s += "\n  lcores:";
-  for (const Lcore& l : c.lcores) s.append(" ").append(std::to_string(l.id)).append("[" + join_names(l.ports, "all") + "]");
+  for (const Lcore& l : c.lcores) {
+    s.append(" ").append(std::to_string(l.id)).append("[" + join_names(l.ports, "all") + "]");
+    if (l.cross_socket) s += "(cross_socket)";
+  }
   if (c.polling.idle_polls_before_sleep == 0) {
     s += ", busy-poll";
   } else {

@@ -184,7 +184,8 @@ std::string dump_lua(const Config& c, Secrets secrets) {
   w.close();
   w.open("lcores");
   for (const Lcore& l : c.lcores) {
-    w.line("{ id = " + std::to_string(l.id) + ", ports = " + lua_list(map_all(l.ports, lua_string)) + " },");
+    w.line("{ id = " + std::to_string(l.id) + ", ports = " + lua_list(map_all(l.ports, lua_string)) +
+           (l.cross_socket ? ", cross_socket = true" : "") + " },");
   }
   w.close();
   w.integers("polling", {{"idle_polls_before_sleep", c.polling.idle_polls_before_sleep},

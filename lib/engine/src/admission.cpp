@@ -88,8 +88,7 @@ Expected<std::shared_ptr<JobRuntime>, std::string> Engine::make_runtime(const Jo
   rt->id = plan.cfg.id;
   rt->created_tsc = rte_rdtsc();
   for (uint16_t i = 0; i < cfg.lcores.size(); ++i) {
-    const int socket = static_cast<int>(rte_lcore_to_socket_id(cfg.lcores[i].id));
-    auto lj = LcoreJob::create(plan, i, socket);
+    auto lj = LcoreJob::create(plan, i, placement_.lcore_socket[i]);
     if (!lj) return unexpected(lj.error());
     rt->lcores.push_back(std::move(*lj));
   }
@@ -213,14 +212,14 @@ Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
     for (uint16_t dst = 0; dst < nl; ++dst) {
       if (src == dst) continue;
       auto r = ring(names_ + "h" + std::to_string(src) + "_" + std::to_string(dst), cfg.limits.ring_entries,
-                    static_cast<int>(rte_lcore_to_socket_id(cfg.lcores[dst].id)));
+                    placement_.lcore_socket[dst]);
       if (!r) return unexpected(r.error());
       rings_[src][dst] = *r;
     }
   }
   constexpr uint32_t kRequestEntries = 64;
   for (uint16_t i = 0; i < nl; ++i) {
-    const int socket = static_cast<int>(rte_lcore_to_socket_id(cfg.lcores[i].id));
+    const int socket = placement_.lcore_socket[i];
     auto req = ring(names_ + "req" + std::to_string(i), kRequestEntries, socket);
     if (!req) return unexpected(req.error());
     requests_.push_back(*req);
@@ -234,15 +233,23 @@ Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
 
   std::vector<const drivers::EthPort*> ports;
   for (const auto& p : ports_) ports.push_back(p.get());
+  // Without copy pools, copies (state pulls) come from an RX pool: one on the lcore's socket where there is.
+  auto rx_pool_near = [&](uint16_t lcore) {
+    const auto& sockets = placement_.rx_pool_socket;
+    const auto at = std::find(sockets.begin(), sockets.end(), placement_.lcore_socket[lcore]);
+    return at == sockets.end() ? 0 : static_cast<size_t>(at - sockets.begin());
+  };
   for (uint16_t i = 0; i < nl; ++i) {
     LcoreResources r;
     r.index = i;
     r.lcore_id = cfg.lcores[i].id;
+    r.socket = placement_.lcore_socket[i];
     r.rx_queues = queues_.by_lcore[i];
     r.ports = ports;
-    r.hdr_pool = hdr_pool_.get();
-    r.ext_pool = ext_pool_.get();
-    r.copy_pool = copy_pool_.get() != nullptr ? copy_pool_.get() : rx_pools_[0].get();
+    const TxPools& pools = tx_pools_[placement_.tx_pool_set[i]];
+    r.hdr_pool = pools.hdr.get();
+    r.ext_pool = pools.ext.get();
+    r.copy_pool = pools.copy.get() != nullptr ? pools.copy.get() : rx_pools_[rx_pool_near(i)].get();
     for (uint16_t src = 0; src < nl; ++src) {
       if (src != i) r.inbox.push_back(rings_[src][i]);
     }
@@ -254,7 +261,12 @@ Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
     r.stop = &stop_;
     r.idle_polls_before_sleep = cfg.polling.idle_polls_before_sleep;
     r.idle_sleep_us = cfg.polling.idle_sleep_us;
-    lcores_.push_back(std::make_unique<Lcore>(std::move(r)));
+    try {
+      lcores_.push_back(std::unique_ptr<Lcore>(new (placement_.lcore_socket[i]) Lcore(std::move(r))));
+    } catch (const std::bad_alloc&) {
+      return unexpected("lcore " + std::to_string(cfg.lcores[i].id) + ": no memory for its state on " +
+                        config::Placement::socket_name(placement_.lcore_socket[i]));
+    }
   }
   return {};
 }

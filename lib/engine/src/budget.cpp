@@ -14,6 +14,8 @@
 #include "phub/base/eal_args.hpp"
 #include "phub/agg/kernels.hpp"
 #include "phub/config/queue_map.hpp"
+#include "phub/engine/lcore.hpp"
+#include "phub/engine/lcore_job.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::engine {
@@ -146,6 +148,11 @@ Expected<MemoryBudget, std::string> memory_budget(const config::Config& cfg, uin
   const uint64_t rings = nl * (nl > 0 ? nl - 1 : 0) * ring_bytes(cfg.limits.ring_entries) +
                          2 * nl * ring_bytes(kRequestEntries) + rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(nl));
   b.items.push_back({"hand-off and request rings", rings});
+  // Each lcore's own object with its per-port transmit buffers and answer buckets, and its object per job
+  // (OnSocket: DPDK memory on the lcore's socket), each with the heap's element header.
+  constexpr uint64_t kHeapHeaderBytes = 128;
+  const uint64_t per_lcore = Lcore::object_bytes(cfg.ports.size()) + 3 * kHeapHeaderBytes;
+  b.items.push_back({"lcore state", nl * (per_lcore + plans->size() * (sizeof(LcoreJob) + kHeapHeaderBytes))});
   uint64_t jobs = 0;
   for (const auto& plan : *plans) jobs += plan->memory.data_plane();
   b.items.push_back({"job state (" + std::to_string(plans->size()) + " jobs)", jobs});

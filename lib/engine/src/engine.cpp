@@ -86,23 +86,30 @@ Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Conf
 
 Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
   queues_ = config::queue_map(cfg);
-  const int socket = static_cast<int>(rte_socket_id()) < 0 ? 0 : static_cast<int>(rte_socket_id());
-  // Every pool's sizes come from the memory budget's plans (budget.hpp), so --check counts what is made.
-  auto make = [&](const MbufPoolPlan& plan) {
-    return drivers::Mempool::create(names_ + plan.purpose, plan.mbufs, plan.data_room_bytes, socket, plan.cache,
-                                    plan.priv_bytes);
-  };
-  auto hdr = make(header_pool_plan(cfg));
-  if (!hdr) return unexpected(hdr.error());
-  hdr_pool_ = std::move(*hdr);
-  auto ext = make(attach_pool_plan(cfg));
-  if (!ext) return unexpected(ext.error());
-  ext_pool_ = std::move(*ext);
+  // Every port is attached before any pool exists: a port's socket is known only once its device is, and
+  // its RX pool goes there (SOCKET_ID_ANY, -1, where the bus does not say: config::kAnySocket).
+  static_assert(config::kAnySocket == SOCKET_ID_ANY);
+  std::vector<int> port_sockets, lcore_sockets;
+  for (size_t i = 0; i < cfg.ports.size(); ++i) {
+    auto port = drivers::EthPort::attach(cfg.ports[i].device);
+    if (!port) return unexpected("ports[" + std::to_string(i + 1) + "] (" + cfg.ports[i].name + "): " + port.error());
+    port_sockets.push_back(port->numa_socket());
+    ports_.push_back(std::make_unique<drivers::EthPort>(std::move(*port)));
+  }
+  for (const auto& l : cfg.lcores) lcore_sockets.push_back(static_cast<int>(rte_lcore_to_socket_id(l.id)));
+  auto placed = config::place_memory(cfg, queues_, lcore_sockets, port_sockets);
+  if (!placed) return unexpected(placed.error());
+  placement_ = std::move(*placed);
 
+  // Every pool's sizes come from the memory budget's plans (budget.hpp), so --check counts what is made.
+  auto make = [&](const MbufPoolPlan& plan, const std::string& suffix, int socket) {
+    return drivers::Mempool::create(names_ + plan.purpose + suffix, plan.mbufs, plan.data_room_bytes, socket,
+                                    plan.cache, plan.priv_bytes);
+  };
   bool need_copy = false;
   for (size_t i = 0; i < cfg.ports.size(); ++i) {
     const auto& pc = cfg.ports[i];
-    auto pool = make(rx_pool_plan(cfg, i));
+    auto pool = make(rx_pool_plan(cfg, i), "", placement_.rx_pool_socket[i]);
     if (!pool) return unexpected(pool.error());
     drivers::PortSpec spec;
     spec.devargs = pc.device;
@@ -114,15 +121,29 @@ Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
     spec.mac = pc.mac;
     spec.rx_pool = pool->get();
     rx_pools_.push_back(std::move(*pool));
-    auto port = drivers::EthPort::open(spec);
-    if (!port) return unexpected("ports[" + std::to_string(i + 1) + "] (" + pc.name + "): " + port.error());
-    need_copy = need_copy || !port->tx_multi_seg() || pc.tx_copy;
-    ports_.push_back(std::make_unique<drivers::EthPort>(std::move(*port)));
+    auto& port = *ports_[i];
+    if (auto r = port.start(spec); !r) {
+      return unexpected("ports[" + std::to_string(i + 1) + "] (" + pc.name + "): " + r.error());
+    }
+    need_copy = need_copy || !port.tx_multi_seg() || pc.tx_copy;
   }
-  if (need_copy) {
-    auto copy = make(copy_pool_plan(cfg));
-    if (!copy) return unexpected(copy.error());
-    copy_pool_ = std::move(*copy);
+  // One set of transmit pools per socket with lcores; the names of a second set on get the socket.
+  for (const int socket : placement_.tx_pool_sockets) {
+    const std::string suffix =
+        placement_.tx_pool_sockets.size() == 1 ? "" : socket < 0 ? "_sany" : "_s" + std::to_string(socket);
+    TxPools set;
+    auto hdr = make(header_pool_plan(cfg), suffix, socket);
+    if (!hdr) return unexpected(hdr.error());
+    set.hdr = std::move(*hdr);
+    auto ext = make(attach_pool_plan(cfg), suffix, socket);
+    if (!ext) return unexpected(ext.error());
+    set.ext = std::move(*ext);
+    if (need_copy) {
+      auto copy = make(copy_pool_plan(cfg), suffix, socket);
+      if (!copy) return unexpected(copy.error());
+      set.copy = std::move(*copy);
+    }
+    tx_pools_.push_back(std::move(set));
   }
   return {};
 }
@@ -196,6 +217,7 @@ std::vector<std::string> Engine::startup_lines() const {
                   format_ipv4(s.ports[p].ipv4));
   }
   for (const auto& l : queue_lines()) out.push_back(l);
+  for (const auto& l : placement_.describe(*s.config)) out.push_back(l);
   for (const auto& l : steering_lines_) out.push_back(l);
   for (const auto& plan : s.jobs) {
     const auto& c = plan->cfg;

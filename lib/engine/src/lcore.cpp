@@ -18,7 +18,14 @@ constexpr uint64_t kTxDrainUs = 50;  // longest a result waits in a TX buffer wh
 
 }  // namespace
 
-Lcore::Lcore(LcoreResources r) : r_(std::move(r)), tx_(r_.ports.size()), answers_(r_.ports.size()) {
+uint64_t Lcore::object_bytes(size_t ports) noexcept {
+  return sizeof(Lcore) + ports * (sizeof(TxBuffer) + sizeof(AnswerBucket));
+}
+
+Lcore::Lcore(LcoreResources r)
+    : r_(std::move(r)),
+      tx_(r_.ports.size(), SocketAllocator<TxBuffer>(r_.socket)),
+      answers_(r_.ports.size(), SocketAllocator<AnswerBucket>(r_.socket)) {
   for (size_t p = 0; p < r_.ports.size(); ++p) tx_[p].bind(r_.ports[p], r_.index, &tx_pool_lent_);
 }
 

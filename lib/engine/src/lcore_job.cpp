@@ -49,16 +49,21 @@ ResendTimer::Limits forward_resend_limits(uint64_t hz) noexcept {
 
 Expected<std::unique_ptr<LcoreJob>, std::string> LcoreJob::create(const JobPlan& plan, uint16_t lcore, int socket) {
   static std::atomic<uint32_t> serial{0};
-  std::unique_ptr<LcoreJob> lj(new LcoreJob());
-  lj->workers_ = plan.math.workers;
-  const JobMath& m = plan.math;
-  const auto owned = plan.layout.owned(static_cast<uint16_t>(plan.first_owner + lcore));
-  const auto n = static_cast<uint32_t>(owned.size());
   const std::string who = job_label(plan.cfg) + " on lcore index " + std::to_string(lcore);
   auto fail = [&](const std::string& what, uint64_t bytes) {
     return unexpected(who + ": cannot allocate " + what + " (" + std::to_string(bytes) +
                       " bytes): server memory exhausted");
   };
+  std::unique_ptr<LcoreJob> lj;
+  try {
+    lj.reset(new (socket) LcoreJob());
+  } catch (const std::bad_alloc&) {
+    return fail("its state", sizeof(LcoreJob));
+  }
+  lj->workers_ = plan.math.workers;
+  const JobMath& m = plan.math;
+  const auto owned = plan.layout.owned(static_cast<uint16_t>(plan.first_owner + lcore));
+  const auto n = static_cast<uint32_t>(owned.size());
 
   uint64_t arena_bytes = 0;
   for (uint32_t id : owned) {

@@ -81,7 +81,9 @@ CounterReport Engine::report() const {
     if (const rte_mempool* mp = m.get()) r.pools.push_back({mp->name, mp->size, m.in_use(), m.available()});
   };
   for (const auto& m : rx_pools_) pool(m);
-  for (const auto* m : {&hdr_pool_, &ext_pool_, &copy_pool_}) pool(*m);
+  for (const auto& set : tx_pools_) {
+    for (const auto* m : {&set.hdr, &set.ext, &set.copy}) pool(*m);
+  }
   return r;
 }
 
@@ -146,8 +148,10 @@ std::string Engine::format_counters() const { return format_report(report()); }
 
 unsigned Engine::transmit_mbufs_in_use() const {
   unsigned n = 0;
-  for (const auto* pool : {&hdr_pool_, &ext_pool_, &copy_pool_}) {
-    if (pool->get() != nullptr) n += rte_mempool_in_use_count(pool->get());
+  for (const auto& set : tx_pools_) {
+    for (const auto* pool : {&set.hdr, &set.ext, &set.copy}) {
+      if (pool->get() != nullptr) n += rte_mempool_in_use_count(pool->get());
+    }
   }
   return n;
 }

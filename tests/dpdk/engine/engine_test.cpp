@@ -1,7 +1,11 @@
 // Engine tests on net_ring: ARP/ICMP (rate limit, refused sources), the software UDP checksum, pull of an
 // allreduce job, exact allreduce over worker counts, dtypes, lcores and modes,
-// duplicates, late pushes, re-requests, round errors, stalls, ps init and steps, bad segments.
+// duplicates, late pushes, re-requests, round errors, stalls, ps init and steps, bad segments, and where the
+// pools and the lcores' state are placed.
 #include <gtest/gtest.h>
+#include <rte_lcore.h>
+#include <rte_memory.h>
+#include <rte_mempool.h>
 
 #include <algorithm>
 #include <chrono>
@@ -777,6 +781,42 @@ TEST(Engine, SteeringFlowRefusesAPortWithoutRulesAutoFallsBackToRings) {
   const auto [ring_error, ring_line] = start(config::Steering::ring);
   EXPECT_EQ(ring_error, "");
   EXPECT_EQ(ring_line, "port p0 steering: ring hand-off (configured)");
+}
+
+// config::place_memory in the engine: every pool is created on the socket the placement gives it, each
+// lcore's state is DPDK memory on its lcore's socket, and the start-up lines say where each pool went. This
+// machine has one socket; the placement's own shapes (two and four sockets) are tests/unit/config's.
+TEST(Engine, PoolsAndLcoreStateAreWhereThePlacementPutsThem) {
+  RingLink link(2);
+  auto cfg = make_config(link.server_name(), 2, {make_job(1, 2, {4096})});
+  auto e = engine::Engine::create(cfg);
+  ASSERT_TRUE(e) << e.error();
+  const config::Placement& pl = (*e)->placement();
+  std::vector<int> lcore_sockets;
+  for (const auto& l : cfg.lcores) lcore_sockets.push_back(static_cast<int>(rte_lcore_to_socket_id(l.id)));
+  EXPECT_EQ(pl.lcore_socket, lcore_sockets);
+  const int port_socket = (*e)->ports()[0]->numa_socket();
+  EXPECT_EQ(pl.rx_pool_socket[0], port_socket >= 0 ? port_socket : lcore_sockets[0]);
+  const auto lines = (*e)->startup_lines();
+  const std::string rx_line = "memory: port p0 rx pool on " + config::Placement::socket_name(pl.rx_pool_socket[0]);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), rx_line), lines.end()) << rx_line;
+  size_t pools = 0;
+  for (const auto& p : (*e)->report().pools) {
+    const rte_mempool* mp = rte_mempool_lookup(p.name.c_str());
+    ASSERT_NE(mp, nullptr) << p.name;
+    const bool rx = p.name.find("_rx") != std::string::npos;
+    EXPECT_EQ(mp->socket_id, rx ? pl.rx_pool_socket[0] : pl.tx_pool_sockets[0]) << p.name;
+    ++pools;
+  }
+  EXPECT_GE(pools, 3u);  // rx, header and result-reference pools at least
+  for (size_t i = 0; i < (*e)->lcores().size(); ++i) {
+    const rte_memseg* seg = rte_mem_virt2memseg((*e)->lcores()[i].get(), nullptr);
+    ASSERT_NE(seg, nullptr) << "lcore " << i << "'s state is not in DPDK memory";
+    EXPECT_EQ(seg->socket_id, pl.lcore_socket[i]) << "lcore " << i;
+    const rte_memseg* job = rte_mem_virt2memseg((*e)->snapshot().runtimes[0]->lcores[i].get(), nullptr);
+    ASSERT_NE(job, nullptr) << "lcore " << i << "'s job state is not in DPDK memory";
+    EXPECT_EQ(job->socket_id, pl.lcore_socket[i]) << "lcore " << i;
+  }
 }
 
 TEST(Engine, ShardOwnsOnlyItsPartOfTheChunkMap) {

@@ -38,6 +38,7 @@ TEST(Accept, DefaultsAreThoseOfTheStructs) {
   ASSERT_EQ(c.lcores.size(), 1u);
   EXPECT_EQ(c.lcores[0].id, 1u);
   EXPECT_TRUE(c.lcores[0].ports.empty());
+  EXPECT_FALSE(c.lcores[0].cross_socket);
   ASSERT_EQ(c.jobs.size(), 1u);
   Job want_job;
   want_job.id = 9;
@@ -150,8 +151,10 @@ TEST(Accept, DumpRoundTripsEveryField) {
       "cfg.jobs[2].workers = { '198.18.0.2', '198.18.0.3' }\n"
       "cfg.polling = { idle_polls_before_sleep = 7, idle_sleep_us = 3 }\n"
       "cfg.control = { socket_path = '/tmp/x.sock', stats_interval_ms = 5 }\n"
-      "cfg.ports[1].udp_checksum = 'trust'; cfg.limits = { arp_icmp_per_s = 0, arp_icmp_burst = 7 }"));
+      "cfg.ports[1].udp_checksum = 'trust'; cfg.limits = { arp_icmp_per_s = 0, arp_icmp_burst = 7 }\n"
+      "cfg.lcores[1].cross_socket = true"));
   EXPECT_EQ(c.ports[0].udp_checksum, UdpChecksum::trust);
+  EXPECT_TRUE(c.lcores[0].cross_socket);
   EXPECT_EQ(c.limits.arp_icmp_per_s, 0u);
   EXPECT_EQ(c.limits.arp_icmp_burst, 7u);
   EXPECT_EQ(c.jobs[0].answer_bytes_per_s, 2'500'000u);

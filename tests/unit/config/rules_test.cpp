@@ -97,6 +97,7 @@ const Case kCases[] = {
     {"cfg.jobs[1].keys[2] = { name = 'w', elems = 1 }", "jobs[1].keys[2].name: \"w\" is used twice (jobs[1].keys[1])"},
     {"cfg.lcores[1].ports = { 'p9' }", "lcores[1].ports[1]: \"p9\" is not a port name"},
     {"cfg.lcores[1].ports = { 'p0', 'p0' }", "lcores[1].ports[2]: \"p0\" is listed twice"},
+    {"cfg.lcores[1].cross_socket = 1", "lcores[1].cross_socket: expected boolean, got number"},
     {"cfg.ports[2] = { name = 'p1', device = 'net_ring1', ipv4 = '198.18.1.1/24' }\n"
      "cfg.lcores[1].ports = { 'p0' }; cfg.lcores[2].ports = { 'p0' }",
      "ports[2]: no lcore polls it"},

@@ -16,23 +16,38 @@ std::string err(const std::string& what, int rc) { return what + ": " + rte_stre
 }  // namespace
 
 Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
-  EthPort p;
-  p.name_ = spec.devargs.substr(0, spec.devargs.find(','));
-  if (p.name_.empty()) return unexpected(std::string("port: empty device"));
-  if (spec.rx_pool == nullptr) return unexpected("port " + p.name_ + ": no RX mempool");
+  auto p = attach(spec.devargs);
+  if (!p) return unexpected(p.error());
+  if (auto started = p->start(spec); !started) return unexpected(started.error());
+  return std::move(*p);
+}
 
+Expected<EthPort, std::string> EthPort::attach(const std::string& devargs) {
+  EthPort p;
+  p.name_ = devargs.substr(0, devargs.find(','));
+  if (p.name_.empty()) return unexpected(std::string("port: empty device"));
   if (rte_eth_dev_get_port_by_name(p.name_.c_str(), &p.id_) != 0) {
-    const int rc = rte_dev_probe(spec.devargs.c_str());
-    if (rc < 0) return unexpected(err("port " + p.name_ + ": cannot probe '" + spec.devargs + "'", rc));
+    const int rc = rte_dev_probe(devargs.c_str());
+    if (rc < 0) return unexpected(err("port " + p.name_ + ": cannot probe '" + devargs + "'", rc));
     p.probed_by_us_ = true;
     if (rte_eth_dev_get_port_by_name(p.name_.c_str(), &p.id_) != 0) {
-      return unexpected("port " + p.name_ + ": probed '" + spec.devargs + "' but no ethdev port has that name");
+      return unexpected("port " + p.name_ + ": probed '" + devargs + "' but no ethdev port has that name");
     }
   }
-
   rte_eth_dev_info info{};
   if (int rc = rte_eth_dev_info_get(p.id_, &info); rc != 0) return unexpected(err("port " + p.name_ + ": info", rc));
   p.driver_ = info.driver_name ? info.driver_name : "?";
+  return p;
+}
+
+Expected<void, std::string> EthPort::start(const PortSpec& spec) {
+  EthPort& p = *this;
+  if (p.id_ >= RTE_MAX_ETHPORTS) return unexpected("port " + p.name_ + ": not attached");
+  if (p.started_) return unexpected("port " + p.name_ + ": already started");
+  if (spec.rx_pool == nullptr) return unexpected("port " + p.name_ + ": no RX mempool");
+
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(p.id_, &info); rc != 0) return unexpected(err("port " + p.name_ + ": info", rc));
   p.gated_on_link_ = p.driver_ == "net_memif";
   if (spec.rx_queues == 0 || spec.tx_queues == 0 || spec.rx_queues > info.max_rx_queues ||
       spec.tx_queues > info.max_tx_queues) {
@@ -108,13 +123,15 @@ Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
   rte_ether_addr a;
   if (int rc = rte_eth_macaddr_get(p.id_, &a); rc != 0) return unexpected(err("port " + p.name_ + ": MAC", rc));
   std::memcpy(p.mac_.data(), a.addr_bytes, 6);
-  return p;
+  return {};
 }
 
 int EthPort::socket() const noexcept {
-  const int s = rte_eth_dev_socket_id(id_);
+  const int s = numa_socket();
   return s < 0 ? 0 : s;
 }
+
+int EthPort::numa_socket() const noexcept { return rte_eth_dev_socket_id(id_); }
 
 EthPort::EthPort(EthPort&& o) noexcept { *this = std::move(o); }
 

@@ -45,6 +45,7 @@ struct Port {
 struct Lcore {
   unsigned id = 0;                 // EAL lcore id, 1..RTE_MAX_LCORE-1; unique
   std::vector<std::string> ports;  // names of the ports it polls; empty means all ports
+  bool cross_socket = false;       // may poll a port on another NUMA socket (config::place_memory)
 
   bool operator==(const Lcore&) const = default;
 };

@@ -18,6 +18,7 @@
 #include "phub/agg/kernels.hpp"
 #include "phub/base/expected.hpp"
 #include "phub/config/config.hpp"
+#include "phub/config/numa_placement.hpp"
 #include "phub/drivers/eth_port.hpp"
 #include "phub/drivers/mempool.hpp"
 #include "phub/engine/checkpoint_capture.hpp"
@@ -201,6 +202,8 @@ class Engine {
   [[nodiscard]] unsigned transmit_mbufs_in_use() const;
   [[nodiscard]] const std::vector<std::unique_ptr<drivers::EthPort>>& ports() const noexcept { return ports_; }
   [[nodiscard]] const std::vector<std::unique_ptr<Lcore>>& lcores() const noexcept { return lcores_; }
+  // Where the pools and each lcore's state are (config::place_memory, from the EAL's sockets).
+  [[nodiscard]] const config::Placement& placement() const noexcept { return placement_; }
 
  private:
   Engine() = default;
@@ -231,7 +234,12 @@ class Engine {
   // Prefix of this engine's pool and ring names, distinct per engine in the process ("phub_", "phub2_", ...):
   // several engines can share one EAL (the hubs of a hierarchy test).
   std::string names_ = "phub_";
-  drivers::Mempool hdr_pool_, ext_pool_, copy_pool_;
+  // The transmit pools of one socket: headers (results, errors, ARP), result references, and full copies
+  // (only where some port cannot send chains or says tx_copy).
+  struct TxPools {
+    drivers::Mempool hdr, ext, copy;
+  };
+  std::vector<TxPools> tx_pools_;  // one set per socket of config::Placement::tx_pool_sockets
   std::vector<drivers::Mempool> rx_pools_;
   std::shared_ptr<const Snapshot> current_;            // the published snapshot, owned here
   std::vector<std::shared_ptr<JobRuntime>> retired_;   // removed jobs, freed by collect_retired()
@@ -239,7 +247,7 @@ class Engine {
   std::vector<std::vector<rte_ring*>> rings_;  // [src][dst] hand-off
   std::vector<rte_ring*> requests_, responses_;  // per lcore
   rte_rcu_qsbr* qsbr_ = nullptr;
-  std::vector<std::unique_ptr<Lcore>> lcores_;
+  std::vector<std::unique_ptr<Lcore>> lcores_;  // each on its lcore's socket
   std::atomic<const Snapshot*> published_{nullptr};
   std::atomic<bool> stop_{false};
   bool running_ = false;
@@ -248,6 +256,7 @@ class Engine {
   proto::ChallengeKey challenge_key_{};  // random, drawn by create(): join challenges of this server run
   std::vector<std::string> steering_lines_;
   config::QueueMap queues_;  // which lcore polls which RX queue of each port
+  config::Placement placement_;  // the socket of each pool and lcore
   std::vector<std::vector<uint16_t>> steered_;  // per port: the UDP ports with a flow rule, by queue order
   std::vector<std::string> restore_lines_;
   struct CheckpointSchedule {

@@ -17,6 +17,7 @@
 #include "phub/engine/counters.hpp"
 #include "phub/engine/requests.hpp"
 #include "phub/engine/snapshot.hpp"
+#include "phub/engine/socket_memory.hpp"
 #include "phub/engine/tx_buffer.hpp"
 #include "phub/config/queue_map.hpp"
 #include "phub/base/realtime.hpp"
@@ -28,6 +29,7 @@ namespace phub::engine {
 struct LcoreResources {
   uint16_t index = 0;       // position in Config::lcores: owner index, TX queue index, UDP port offset
   unsigned lcore_id = 0;    // EAL lcore id
+  int socket = -1;          // NUMA socket of its state (config::Placement::lcore_socket; -1: any)
   std::vector<config::RxQueue> rx_queues;          // the (port index, RX queue) pairs it polls (config::QueueMap)
   std::vector<const drivers::EthPort*> ports;      // every port, by index (TX goes anywhere)
   rte_mempool* hdr_pool = nullptr;    // header mbufs (results, errors, ARP)
@@ -44,11 +46,14 @@ struct LcoreResources {
   uint32_t idle_sleep_us = 0;
 };
 
-class Lcore {
+class Lcore : public OnSocket {  // built with new (its socket) Lcore(...)
  public:
   explicit Lcore(LcoreResources r);
   Lcore(const Lcore&) = delete;  // the transmit buffers point at tx_pool_lent_
   Lcore& operator=(const Lcore&) = delete;
+  // The DPDK memory an lcore's object takes on its socket with `ports` ports (the memory budget counts it):
+  // the object and its per-port transmit buffers and answer buckets.
+  [[nodiscard]] static uint64_t object_bytes(size_t ports) noexcept;
 
   // The main loop; returns when *stop becomes true. It runs under `realtime` when set (Engine::start checked
   // that its polling gives the CPU away there).
@@ -307,13 +312,13 @@ class Lcore {
   uint32_t idle_polls_ = 0;
   std::optional<RealtimePolicy> realtime_;
   std::atomic<bool> looping_{false};
-  std::vector<TxBuffer> tx_;  // per port
+  std::vector<TxBuffer, SocketAllocator<TxBuffer>> tx_;  // per port, on the lcore's socket
   uint64_t tx_pool_lent_ = 0;  // slots of the transmit buffers' pool that jobs borrowed (tenant_shares.hpp)
   struct AnswerBucket {
     double tokens = 0;
     uint64_t last_tsc = 0;  // 0: not used yet (starts full)
   };
-  std::vector<AnswerBucket> answers_;  // per port: ARP and ICMP answers (may_answer)
+  std::vector<AnswerBucket, SocketAllocator<AnswerBucket>> answers_;  // per port: ARP and ICMP answers (may_answer)
   const Snapshot* snap_ = nullptr;
   uint64_t now_tsc_ = 0;  // TSC at the start of the current loop iteration
   Outcome outcome_ = Outcome::none;  // of the frame being handled (settle)
@@ -340,5 +345,6 @@ class Lcore {
   uint32_t capturing_ = 0;  // jobs with a checkpoint capture attached on this lcore
   uint64_t checkpoint_work_ns_ = 0;  // thread CPU time of this iteration's checkpoint work
 };
+static_assert(alignof(Lcore) <= RTE_CACHE_LINE_SIZE, "OnSocket aligns to a cache line");
 
 }  // namespace phub::engine

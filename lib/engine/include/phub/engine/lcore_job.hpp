@@ -21,6 +21,7 @@
 #include "phub/engine/job_plan.hpp"
 #include "phub/engine/resend_timer.hpp"
 #include "phub/engine/session_board.hpp"
+#include "phub/engine/socket_memory.hpp"
 #include "phub/engine/tenant_shares.hpp"
 #include "phub/engine/token_bucket.hpp"
 #include "phub/proto/frame.hpp"
@@ -145,9 +146,9 @@ struct HubHparams {
 };
 
 // The chunks (and their memory) that one lcore owns for one job. Created by the control thread on the
-// lcore's NUMA socket before the lcore can see it; afterwards only that lcore touches it, except for the
-// counters and gauges, which the control thread reads.
-class LcoreJob {
+// lcore's NUMA socket (the object itself and its arrays) before the lcore can see it; afterwards only that
+// lcore touches it, except for the counters and gauges, which the control thread reads.
+class LcoreJob : public OnSocket {
  public:
   [[nodiscard]] static Expected<std::unique_ptr<LcoreJob>, std::string> create(const JobPlan& plan, uint16_t lcore,
                                                                                int socket);
@@ -257,5 +258,6 @@ class LcoreJob {
   TokenBucket packets_;
   TokenBucket answer_bytes_;
 };
+static_assert(alignof(LcoreJob) <= RTE_CACHE_LINE_SIZE, "OnSocket aligns to a cache line");
 
 }  // namespace phub::engine

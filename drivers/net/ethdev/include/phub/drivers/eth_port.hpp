@@ -56,7 +56,15 @@ inline constexpr PortStatField kPortStatFields[] = {
 
 class EthPort {
  public:
+  // attach(spec.devargs), then start(spec).
   [[nodiscard]] static Expected<EthPort, std::string> open(const PortSpec& spec);
+  // The ethdev port named by `devargs` (the part before the first comma), probed with them if no port has
+  // that name yet (and then removed again when the EthPort goes); neither configured nor started. Its
+  // socket is known from here on, before any pool for it exists.
+  [[nodiscard]] static Expected<EthPort, std::string> attach(const std::string& devargs);
+  // Configures the queues, MTU and MAC of an attached port from `spec` (whose devargs are not read again)
+  // and starts it. Once only.
+  [[nodiscard]] Expected<void, std::string> start(const PortSpec& spec);
   EthPort() = default;
   ~EthPort();
   EthPort(EthPort&& o) noexcept;
@@ -70,7 +78,11 @@ class EthPort {
   [[nodiscard]] const MacAddr& mac() const noexcept { return mac_; }
   [[nodiscard]] uint16_t rx_queues() const noexcept { return rx_queues_; }
   [[nodiscard]] uint16_t tx_queues() const noexcept { return tx_queues_; }
+  // The NUMA socket of the device, 0 where the bus does not say (for the descriptor rings).
   [[nodiscard]] int socket() const noexcept;
+  // The NUMA socket of the device, or -1 (SOCKET_ID_ANY) where the bus does not say: virtual devices, and a
+  // PCI device whose numa_node is unknown.
+  [[nodiscard]] int numa_socket() const noexcept;
   // Whether chained mbufs can be sent (results then reference the result buffer without a copy).
   [[nodiscard]] bool tx_multi_seg() const noexcept { return tx_multi_seg_; }
   [[nodiscard]] uint16_t mtu() const noexcept { return mtu_; }
