@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   if (!reservation) return fail("config refused: " + reservation.error());
   auto budget = phub::engine::memory_budget(*cfg, reservation->page_bytes);
   if (!budget) return fail("config refused: " + budget.error());
-  if (opts->print_boot_info) {  // what the machine needs (hugepages, NICs), whatever the jobs
+  if (opts->print_boot_info) {  // what the machine needs: hugepages (the budget, jobs included), NICs
     std::fputs(phub::server::boot_info_json(*cfg, eal, budget->total_bytes()).c_str(), stdout);
     return 0;
   }
