@@ -51,11 +51,15 @@ uint64_t ring_bytes(uint32_t entries) {
   return static_cast<uint64_t>(rte_ring_get_memsize(static_cast<unsigned>(rte_align32pow2(entries + 1))));
 }
 
-// "512" -> 512 (MiB); nullopt for anything that is not a whole number.
+// The most MiB one size may name: 1 EiB, far above any machine, and far enough below 2^64 bytes that sums of
+// a few sockets' sizes and the budget cannot wrap.
+constexpr uint64_t kMaxMib = 1ull << 40;
+
+// "512" -> 512 (MiB); nullopt for anything that is not a whole number of MiB up to kMaxMib.
 std::optional<uint64_t> whole_mib(std::string_view text) {
   uint64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || v > kMaxMib) return std::nullopt;
   return v;
 }
 
@@ -170,16 +174,19 @@ Expected<Reservation, std::string> reservation_from_eal_args(
     while (true) {
       const size_t comma = rest.find(',');
       const auto one = whole_mib(rest.substr(0, comma));
-      if (!one) return unexpected("eal_args: --socket-mem '" + *socket_mem + "' is not a list of MiB per socket");
+      if (!one || total + *one * kMiB > kMaxMib * kMiB) {
+        return unexpected("eal_args: --socket-mem '" + *socket_mem + "' is not a list of MiB per socket (at most " +
+                          std::to_string(kMaxMib) + " MiB in all)");
+      }
       total += *one * kMiB;
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
     return Reservation{total, true, kHugepageBytes, "--socket-mem " + *socket_mem};
   }
-  if (auto m = eal_option_value(eal_args, {"-m", "--memory"})) {
+  if (auto m = eal_option_value(eal_args, {"-m"})) {
     const auto v = whole_mib(*m);
-    if (!v) return unexpected("eal_args: -m '" + *m + "' is not a number of MiB");
+    if (!v) return unexpected("eal_args: -m '" + *m + "' is not a number of MiB (at most " + std::to_string(kMaxMib) + ")");
     return Reservation{*v * kMiB, true, no_huge ? kSmallPageBytes : kHugepageBytes, (no_huge ? "--no-huge -m " : "-m ") + *m};
   }
   // rte_eal_init's memory without hugepages and without -m (MEMSIZE_IF_NO_HUGE_PAGE).
