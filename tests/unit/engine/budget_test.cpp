@@ -155,6 +155,21 @@ TEST(Budget, GrowsWithMbufsMtuAndJobs) {
   EXPECT_GT(item(*memory_budget(bigger, kHuge), "job state"), item(*memory_budget(cfg, kHuge), "job state") + 4'000'000ull * 4);
 }
 
+// A hand-off ring of limits.ring_entries (a power of two) has that many slots of one pointer: doubling the
+// entries adds that much per ring, and there is a ring from each lcore to each other one.
+TEST(Budget, HandOffRingsHoldRingEntriesSlots) {
+  config::Config cfg = default_config();
+  while (cfg.lcores.size() < 3) cfg.lcores.push_back({static_cast<unsigned>(cfg.lcores.size() + 1), {}});
+  cfg.limits.ring_entries = 4096;
+  const uint64_t small = item(*memory_budget(cfg, kHuge), "hand-off and request rings");
+  cfg.limits.ring_entries = 8192;
+  const uint64_t large = item(*memory_budget(cfg, kHuge), "hand-off and request rings");
+  EXPECT_EQ(large - small, 3u * 2u * 4096u * sizeof(void*));
+  // The request and response rings of each lcore and the RCU state are on top, and small.
+  EXPECT_GE(small, 3u * 2u * 4096u * sizeof(void*));
+  EXPECT_LT(small, 3u * 2u * 4096u * sizeof(void*) + 64 * 1024);
+}
+
 TEST(Budget, RefusalNamesBothNumbers) {
   const config::Config cfg = default_config();
   auto b = memory_budget(cfg, kHuge);
