@@ -114,6 +114,8 @@ std::vector<PortInfo> Engine::port_infos(const config::Config& cfg) const {
     pi.mtu = cfg.ports[i].mtu;
     pi.zero_copy_tx = port.tx_multi_seg() && !cfg.ports[i].tx_copy;
     pi.tx_udp_checksum_offload = port.tx_udp_checksum_offload();
+    pi.rx_ipv4_checksum_offload = port.rx_ipv4_checksum_offload();
+    pi.rx_udp_checksum_offload = port.rx_udp_checksum_offload();
     out.push_back(pi);
   }
   return out;
