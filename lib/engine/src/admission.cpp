@@ -8,6 +8,7 @@
 
 #include "admission.hpp"
 #include "phub/base/ipv4.hpp"
+#include "phub/engine/budget.hpp"
 #include "phub/engine/engine.hpp"
 #include "phub/engine/hierarchy.hpp"
 #include "phub/engine/tenant_shares.hpp"
@@ -113,6 +114,8 @@ std::vector<PortInfo> Engine::port_infos(const config::Config& cfg) const {
     pi.mtu = cfg.ports[i].mtu;
     pi.zero_copy_tx = port.tx_multi_seg() && !cfg.ports[i].tx_copy;
     pi.tx_udp_checksum_offload = port.tx_udp_checksum_offload();
+    pi.rx_ipv4_checksum_offload = port.rx_ipv4_checksum_offload();
+    pi.rx_udp_checksum_offload = port.rx_udp_checksum_offload();
     out.push_back(pi);
   }
   return out;
@@ -217,13 +220,12 @@ Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
       rings_[src][dst] = *r;
     }
   }
-  constexpr uint32_t kRequestEntries = 64;
   for (uint16_t i = 0; i < nl; ++i) {
     const int socket = placement_.lcore_socket[i];
-    auto req = ring(names_ + "req" + std::to_string(i), kRequestEntries, socket);
+    auto req = ring(names_ + "req" + std::to_string(i), kRequestRingEntries, socket);
     if (!req) return unexpected(req.error());
     requests_.push_back(*req);
-    auto resp = ring(names_ + "resp" + std::to_string(i), kRequestEntries, socket);
+    auto resp = ring(names_ + "resp" + std::to_string(i), kRequestRingEntries, socket);
     if (!resp) return unexpected(resp.error());
     responses_.push_back(*resp);
   }

@@ -38,8 +38,6 @@ constexpr uint64_t kBytesPerDescriptor = 64;
 // smallest x86 hugepage (1 GiB pages lose less to the objects that do not fill a page).
 constexpr uint64_t kSmallPageBytes = 4096;
 constexpr uint64_t kHugepageBytes = 2ull << 20;
-// The request and response rings between the control thread and each lcore.
-constexpr uint32_t kRequestEntries = 64;
 
 std::string mib(uint64_t bytes) {
   char buf[32];
@@ -47,15 +45,23 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 
-uint64_t ring_bytes(uint32_t entries) {
-  return static_cast<uint64_t>(rte_ring_get_memsize(static_cast<unsigned>(rte_align32pow2(entries + 1))));
+// A ring made with rte_ring_create(entries), `entries` a power of two (limits.ring_entries is): that many slots.
+uint64_t ring_bytes(uint32_t entries) { return static_cast<uint64_t>(rte_ring_get_memsize(entries)); }
+
+// A mempool's ring of `objects`: the ring driver makes it with the next power of two above the count.
+uint64_t mempool_ring_bytes(uint32_t objects) {
+  return ring_bytes(static_cast<uint32_t>(rte_align32pow2(objects + 1)));
 }
 
-// "512" -> 512 (MiB); nullopt for anything that is not a whole number.
+// The most MiB one size may name: 1 EiB, far above any machine, and far enough below 2^64 bytes that sums of
+// a few sockets' sizes and the budget cannot wrap.
+constexpr uint64_t kMaxMib = 1ull << 40;
+
+// "512" -> 512 (MiB); nullopt for anything that is not a whole number of MiB up to kMaxMib.
 std::optional<uint64_t> whole_mib(std::string_view text) {
   uint64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || v > kMaxMib) return std::nullopt;
   return v;
 }
 
@@ -104,7 +110,7 @@ uint64_t mbuf_pool_bytes(const MbufPoolPlan& plan, uint64_t page_bytes) {
   const unsigned cache = std::min<unsigned>({plan.cache, RTE_MEMPOOL_CACHE_MAX_SIZE, plan.mbufs / 2});
   const uint64_t header = sizeof(rte_mempool) + sizeof(rte_pktmbuf_pool_private) +
                           (cache != 0 ? RTE_MAX_LCORE * sizeof(rte_mempool_cache) : 0);
-  return objects + ring_bytes(plan.mbufs) + header;
+  return objects + mempool_ring_bytes(plan.mbufs) + header;
 }
 
 uint64_t MemoryBudget::total_bytes() const noexcept {
@@ -146,7 +152,7 @@ Expected<MemoryBudget, std::string> memory_budget(const config::Config& cfg, uin
 
   const auto nl = static_cast<uint64_t>(cfg.lcores.size());
   const uint64_t rings = nl * (nl > 0 ? nl - 1 : 0) * ring_bytes(cfg.limits.ring_entries) +
-                         2 * nl * ring_bytes(kRequestEntries) + rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(nl));
+                         2 * nl * ring_bytes(kRequestRingEntries) + rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(nl));
   b.items.push_back({"hand-off and request rings", rings});
   // Each lcore's own object with its per-port transmit buffers and answer buckets, and its object per job
   // (OnSocket: DPDK memory on the lcore's socket), each with the heap's element header.
@@ -170,16 +176,19 @@ Expected<Reservation, std::string> reservation_from_eal_args(
     while (true) {
       const size_t comma = rest.find(',');
       const auto one = whole_mib(rest.substr(0, comma));
-      if (!one) return unexpected("eal_args: --socket-mem '" + *socket_mem + "' is not a list of MiB per socket");
+      if (!one || total + *one * kMiB > kMaxMib * kMiB) {
+        return unexpected("eal_args: --socket-mem '" + *socket_mem + "' is not a list of MiB per socket (at most " +
+                          std::to_string(kMaxMib) + " MiB in all)");
+      }
       total += *one * kMiB;
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
     return Reservation{total, true, kHugepageBytes, "--socket-mem " + *socket_mem};
   }
-  if (auto m = eal_option_value(eal_args, {"-m", "--memory"})) {
+  if (auto m = eal_option_value(eal_args, {"-m"})) {
     const auto v = whole_mib(*m);
-    if (!v) return unexpected("eal_args: -m '" + *m + "' is not a number of MiB");
+    if (!v) return unexpected("eal_args: -m '" + *m + "' is not a number of MiB (at most " + std::to_string(kMaxMib) + ")");
     return Reservation{*v * kMiB, true, no_huge ? kSmallPageBytes : kHugepageBytes, (no_huge ? "--no-huge -m " : "-m ") + *m};
   }
   // rte_eal_init's memory without hugepages and without -m (MEMSIZE_IF_NO_HUGE_PAGE).

@@ -142,7 +142,9 @@ void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, b
   }
   if (rx.l2.ether_type != proto::kEtherTypeIpv4) return drop(Drop::non_ip);
 
-  const bool ip_good = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  // Checksum flags count only on a port that asked for the offload (PortInfo): elsewhere they are not the PMD's.
+  const bool ip_good = pi.rx_ipv4_checksum_offload &&
+                       (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
   if (auto e = proto::parse_ipv4_into(rx.frame, rx.l2, !ip_good, rx.ip)) return malformed(*e);
   if (rx.ip.dst != pi.ipv4) return drop(Drop::not_for_us);
   if (rx.ip.protocol == proto::kIpProtoIcmp) return handle_icmp(m, rx, s);
@@ -152,7 +154,8 @@ void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, b
   // The PMD's verdict when it has one (GOOD, BAD, or NONE: the data is known intact). UNKNOWN (no checksum
   // offload: af_packet, memif, ring): checked here, over the frame, one segment since the linearise above.
   // A 0 field is no checksum (IPv4) and accepted.
-  const uint64_t l4 = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+  const uint64_t l4 = pi.rx_udp_checksum_offload ? m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK
+                                                 : RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN;
   if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
       (l4 == RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN && pi.verify_udp_checksum && !proto::udp_checksum_ok(rx.frame, rx.ip))) {
     return drop(Drop::udp_checksum_bad);

@@ -4,6 +4,7 @@
 // pools and the lcores' state are placed.
 #include <gtest/gtest.h>
 #include <rte_lcore.h>
+#include <rte_mbuf.h>
 #include <rte_memory.h>
 #include <rte_mempool.h>
 
@@ -234,22 +235,24 @@ TEST(Engine, ArpAndPingFromGroupOrUnspecifiedSourcesAreNotAnswered) {
   EXPECT_EQ(drops(*s.engine, Drop::reply_rate_limited), 0u);
 }
 
+// The whole frame of `rank`'s push of segment 0 of chunk 0, round 0, of the first job, with its UDP checksum.
+std::vector<std::byte> first_push_frame(StartedEngine& s, uint16_t rank) {
+  const auto& job = s.cfg.jobs[0];
+  const auto& l = s.layout(0);
+  const auto payload = encode(segment_values(l, 0, 0, 0, rank), job.dtype);
+  std::vector<std::byte> f(proto::kFrameHeadersBytes + payload.size());
+  proto::Header h = push_header(l, 0, 0, 0, rank, job.dtype);
+  h.job_id = job.id;
+  EXPECT_TRUE(proto::build_phub_frame(s.workers->addrs(rank, job.port_base), h, payload, f).has_value());
+  return f;
+}
+
 // A push whose payload was corrupted on the way (the UDP checksum no longer matches) is dropped before it is
 // summed; the round completes with the good retransmit. A 0 checksum (none) is accepted.
 TEST(Engine, UdpChecksumIsVerifiedWhenThePmdDidNot) {
   StartedEngine s(1, {make_job(1, 2, {352})});
-  const auto& job = s.cfg.jobs[0];
-  const auto& l = s.layout(0);
-  auto frame_of = [&](uint16_t rank) {
-    const auto payload = encode(segment_values(l, 0, 0, 0, rank), job.dtype);
-    std::vector<std::byte> f(proto::kFrameHeadersBytes + payload.size());
-    proto::Header h = push_header(l, 0, 0, 0, rank, job.dtype);
-    h.job_id = job.id;
-    EXPECT_TRUE(proto::build_phub_frame(s.workers->addrs(rank, job.port_base), h, payload, f).has_value());
-    return f;
-  };
   constexpr size_t kUdpChecksumAt = proto::kEthBytes + proto::kIpv4Bytes + 6;
-  auto good0 = frame_of(0);
+  auto good0 = first_push_frame(s, 0);
   ASSERT_NE(load_be<uint16_t>(good0.data() + kUdpChecksumAt), 0u);
   auto corrupt = good0;
   corrupt[proto::kFrameHeadersBytes + 5] ^= std::byte{0x40};  // one bit of the first element
@@ -259,7 +262,7 @@ TEST(Engine, UdpChecksumIsVerifiedWhenThePmdDidNot) {
   EXPECT_EQ(job_counters(*s.engine, 0).pushes, 0u);
 
   s.workers->send_frame(good0, 0);  // the retransmit, checksum right
-  auto zero1 = frame_of(1);
+  auto zero1 = first_push_frame(s, 1);
   store_be<uint16_t>(zero1.data() + kUdpChecksumAt, 0);  // no checksum
   s.workers->send_frame(zero1, 0);
   auto got = s.workers->receive(2);
@@ -272,18 +275,35 @@ TEST(Engine, UdpChecksumIsVerifiedWhenThePmdDidNot) {
 TEST(Engine, UdpChecksumTrustSkipsTheSoftwareCheck) {
   StartedEngine s(1, {make_job(1, 1, {352})}, [](config::Config& c) { c.ports[0].udp_checksum = config::UdpChecksum::trust; });
   const auto& job = s.cfg.jobs[0];
-  const auto& l = s.layout(0);
-  const auto payload = encode(segment_values(l, 0, 0, 0, 0), job.dtype);
-  std::vector<std::byte> f(proto::kFrameHeadersBytes + payload.size());
-  proto::Header h = push_header(l, 0, 0, 0, 0, job.dtype);
-  h.job_id = job.id;
-  ASSERT_TRUE(proto::build_phub_frame(s.workers->addrs(0, job.port_base), h, payload, f).has_value());
+  auto f = first_push_frame(s, 0);
   f[proto::kFrameHeadersBytes + 5] ^= std::byte{0x40};
   s.workers->send_frame(f, 0);
   auto got = s.workers->receive(1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(drops(*s.engine, Drop::udp_checksum_bad), 0u);
   EXPECT_NE(decode(got[0].payload, job.dtype)[1], gradient(0, 0, 0, 1));  // what came, summed unchecked
+}
+
+// Checksum flags on a port that did not ask for the receive offloads are not a verdict: net_ring has none and
+// passes the sender's mbuf on with whatever flags it carries. A corrupted push marked GOOD is still checked
+// (and dropped), as is an IPv4 header whose checksum is wrong.
+TEST(Engine, ChecksumFlagsAreTrustedOnlyWhereThePortAskedForTheOffload) {
+  StartedEngine s(1, {make_job(1, 2, {352})});
+  ASSERT_FALSE(s.engine->ports()[0]->rx_udp_checksum_offload());
+  ASSERT_FALSE(s.engine->ports()[0]->rx_ipv4_checksum_offload());
+  const auto good = first_push_frame(s, 0);
+  constexpr uint64_t kGood = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+
+  auto udp_corrupt = good;
+  udp_corrupt[proto::kFrameHeadersBytes + 5] ^= std::byte{0x40};  // one bit of the first element
+  s.workers->send_frame(udp_corrupt, 0, kGood);
+  auto ip_corrupt = good;
+  ip_corrupt[proto::kEthBytes + 8] ^= std::byte{1};  // the TTL, under the IPv4 header checksum
+  s.workers->send_frame(ip_corrupt, 0, kGood);
+  EXPECT_TRUE(s.workers->receive(1, std::chrono::milliseconds(200)).empty());
+  EXPECT_EQ(drops(*s.engine, Drop::udp_checksum_bad), 1u);
+  EXPECT_EQ(malformed(*s.engine, proto::ParseError::ipv4_bad_checksum), 1u);
+  EXPECT_EQ(job_counters(*s.engine, 0).pushes, 0u);
 }
 
 // pull is a ps opcode: an allreduce job answers it with a header-only bad_request, never with data.

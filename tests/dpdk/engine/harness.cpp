@@ -124,10 +124,11 @@ proto::FlowAddrs Workers::addrs(uint16_t rank, uint16_t server_udp_port) const {
   return a;
 }
 
-void Workers::send_frame(const std::vector<std::byte>& frame, uint16_t q) {
+void Workers::send_frame(const std::vector<std::byte>& frame, uint16_t q, uint64_t ol_flags) {
   if (record != nullptr) record->push_back(frame);
   rte_mbuf* m = rte_pktmbuf_alloc(pool_.get());
   ASSERT_NE(m, nullptr);
+  m->ol_flags |= ol_flags;
   auto* p = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
   ASSERT_NE(p, nullptr);
   std::memcpy(p, frame.data(), frame.size());

@@ -67,7 +67,8 @@ class Workers {
 
   [[nodiscard]] proto::FlowAddrs addrs(uint16_t rank, uint16_t server_udp_port) const;
   // Send a ready frame on queue `q` (the queue of the owning lcore, as a memif or ring sender chooses).
-  void send_frame(const std::vector<std::byte>& frame, uint16_t q);
+  // `ol_flags` are set on the mbuf as sent: net_ring hands it over as it is, flags included.
+  void send_frame(const std::vector<std::byte>& frame, uint16_t q, uint64_t ol_flags = 0);
   // Build and send one message of `job` from `rank` (signs with `secret` if non-empty). A push, init,
   // rerequest or pull with aux 0 carries the rank's address cookie, if a `joined` brought one for the
   // rank's current address (as a worker's client does). A join is sealed with the handshake key of the

@@ -121,6 +121,19 @@ def main():
               f"-m 32 gives the EAL 32 MiB, and the config needs {-int(-short_need // 1)} MiB" in done.stderr,
               done.stdout + done.stderr)
 
+        bare16 = config("bare16.lua", "--file-prefix t", 1)
+        done = run([args.boot, "--server", args.server, "--config", bare16, "--hugepages", "16M", "--page-size", "2M",
+                    "--dry-run"])
+        check(f"phub-boot refuses --hugepages 16M for a config that needs {short_need:.1f} MiB, with both numbers",
+              done.returncode == 1 and
+              f"--hugepages 16M reserves 16 MiB, and the config needs {-int(-short_need // 1)} MiB" in done.stderr,
+              done.stdout + done.stderr)
+
+        done = run([args.boot, "--server", args.server, "--config", short, "--hugepages", "1G", "--page-size", "2M",
+                    "--dry-run"])
+        check("phub-boot refuses -m 32 even where --hugepages reserves enough: the EAL takes only 32 MiB",
+              done.returncode == 1 and "-m 32 gives the EAL 32 MiB" in done.stderr, done.stdout + done.stderr)
+
         bare = config("bare.lua", "--file-prefix t", 1)
         need = budget_mib(bare)
         need_mib = -int(-need // 1)  # rounded up to whole MiB, as phub-boot does

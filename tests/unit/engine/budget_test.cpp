@@ -33,7 +33,8 @@ TEST(Reservation, SocketMemSumsItsSockets) {
 TEST(Reservation, MemoryOptionInBothSpellings) {
   EXPECT_EQ(reserve({"-m", "512"}).bytes, 512 * kMiB);
   EXPECT_EQ(reserve({"-m512"}).bytes, 512 * kMiB);
-  EXPECT_EQ(reserve({"--memory", "300"}).bytes, 300 * kMiB);
+  // The EAL has no --memory: it is not read as a size (the EAL refuses it at start).
+  EXPECT_FALSE(reserve({"--memory", "300"}).fixed);
   EXPECT_EQ(reserve({"--no-huge", "--no-pci", "-m", "256"}).source, "--no-huge -m 256");
   // The last one counts, as in the EAL's own parsing.
   EXPECT_EQ(reserve({"-m", "100", "-m", "200"}).bytes, 200 * kMiB);
@@ -58,11 +59,25 @@ TEST(Reservation, NothingFixedMeansTheFreeHugepages) {
 TEST(Reservation, SizesThatAreNotNumbersAreRefused) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--socket-mem", "4G"}, {"--socket-mem", "1024,,0"}, {"--socket-mem", ""},
-        {"-m", "lots"}, {"-m", "-5"}, {"--memory=1e3"}}) {
+        {"-m", "lots"}, {"-m", "-5"}, {"-m", "1e3"}}) {
     auto r = reservation_from_eal_args(args, no_hugepages);
     ASSERT_FALSE(r.has_value()) << args[0] << " " << (args.size() > 1 ? args[1] : "");
     EXPECT_NE(r.error().find("eal_args"), std::string::npos) << r.error();
   }
+}
+
+// Sizes whose bytes do not fit 64 bits (or come near) are refused, not wrapped round to a small reservation.
+TEST(Reservation, SizesTooLargeForTheArithmeticAreRefused) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-m", "17592186044416"},  // 2^44 MiB: 2^64 bytes, 0 once wrapped
+        {"-m", "18446744073709551615"}, {"--socket-mem", "17592186044416,1024"},
+        {"--socket-mem", "1099511627776,1099511627776"}}) {  // 2^40 MiB each, over the limit together
+    auto r = reservation_from_eal_args(args, no_hugepages);
+    ASSERT_FALSE(r.has_value()) << args[1] << ": " << r->bytes;
+    EXPECT_NE(r.error().find("at most"), std::string::npos) << r.error();
+  }
+  // The limit itself is accepted, and counted exactly.
+  EXPECT_EQ(reserve({"-m", "1099511627776"}).bytes, 1ull << 60);
 }
 
 config::Config default_config() {
@@ -138,6 +153,21 @@ TEST(Budget, GrowsWithMbufsMtuAndJobs) {
   config::Config bigger = cfg;
   bigger.jobs[0].keys.push_back({"extra", 4'000'000});
   EXPECT_GT(item(*memory_budget(bigger, kHuge), "job state"), item(*memory_budget(cfg, kHuge), "job state") + 4'000'000ull * 4);
+}
+
+// A hand-off ring of limits.ring_entries (a power of two) has that many slots of one pointer: doubling the
+// entries adds that much per ring, and there is a ring from each lcore to each other one.
+TEST(Budget, HandOffRingsHoldRingEntriesSlots) {
+  config::Config cfg = default_config();
+  while (cfg.lcores.size() < 3) cfg.lcores.push_back({static_cast<unsigned>(cfg.lcores.size() + 1), {}});
+  cfg.limits.ring_entries = 4096;
+  const uint64_t small = item(*memory_budget(cfg, kHuge), "hand-off and request rings");
+  cfg.limits.ring_entries = 8192;
+  const uint64_t large = item(*memory_budget(cfg, kHuge), "hand-off and request rings");
+  EXPECT_EQ(large - small, 3u * 2u * 4096u * sizeof(void*));
+  // The request and response rings of each lcore and the RCU state are on top, and small.
+  EXPECT_GE(small, 3u * 2u * 4096u * sizeof(void*));
+  EXPECT_LT(small, 3u * 2u * 4096u * sizeof(void*) + 64 * 1024);
 }
 
 TEST(Budget, RefusalNamesBothNumbers) {

@@ -232,6 +232,17 @@ class Command(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("workers = 2048 is outside the model's range", r.stderr)
 
+    def test_rates_it_cannot_divide_by_are_refused_not_a_traceback(self):
+        # The sharded PS is sized from the rates before anything else reads them.
+        for flag, value, words in (("--server-gbps", "0", "a server needs a positive NIC rate"),
+                                   ("--server-gbps", "nan", "server_gbps must be a finite number"),
+                                   ("--host-gbps", "nan", "host_gbps must be a finite number"),
+                                   ("--host-gbps", "inf", "host_gbps must be a finite number")):
+            r = self.run_model("predict", flag, value)
+            self.assertEqual(r.returncode, 2, f"{flag} {value}: {r.stderr}")
+            self.assertIn(words, r.stderr, f"{flag} {value}")
+            self.assertNotIn("Traceback", r.stderr, f"{flag} {value}")
+
     def test_predict_prints_every_system(self):
         r = self.run_model("predict", "--workers", "64")
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -83,7 +83,9 @@ Expected<void, std::string> EthPort::start(const PortSpec& spec) {
   if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(p.id_, &rxd, &txd); rc != 0) {
     return unexpected(err("port " + p.name_ + ": descriptor counts", rc));
   }
-  const int sock = p.socket();
+  // The descriptor rings go on the device's socket; where the bus does not say (virtual devices), on that of
+  // the RX pool, which the caller placed near the port's pollers: socket 0 may have no memory at all there.
+  const int sock = p.numa_socket() >= 0 ? p.numa_socket() : spec.rx_pool->socket_id;
   rte_eth_txconf txconf = info.default_txconf;
   txconf.offloads = conf.txmode.offloads;
   for (uint16_t q = 0; q < spec.rx_queues; ++q) {

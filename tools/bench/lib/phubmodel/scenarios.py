@@ -19,8 +19,9 @@ def cluster(a, workers, **override):
                   server_nics=a.server_nics, server_lcores=a.server_lcores, shards=0, ip_mtu=a.ip_mtu)
     fields.update(override)
     if fields["shards"] == 0:  # the sharded PS gets as many servers as the worker links need
-        fields["shards"] = max(1, math.ceil(workers * fields["host_gbps"] /
-                                            (fields["server_gbps"] * fields["server_nics"]) - 1e-9))
+        checked = Cluster(**dict(fields, shards=1))  # refuses a rate the division below cannot use (0, nan, inf)
+        fields["shards"] = max(1, math.ceil(workers * checked.host_gbps /
+                                            (checked.server_gbps * checked.server_nics) - 1e-9))
     return Cluster(**fields)
 
 

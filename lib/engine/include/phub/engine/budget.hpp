@@ -15,6 +15,9 @@
 
 namespace phub::engine {
 
+// Slots of the request and of the response ring between the control thread and each lcore (a power of two).
+inline constexpr uint32_t kRequestRingEntries = 64;
+
 // One packet mempool of the engine: the single place its sizes come from (Engine::open_ports creates
 // exactly these, the budget counts exactly these).
 struct MbufPoolPlan {

@@ -28,6 +28,10 @@ struct PortInfo {
   bool zero_copy_tx = false;   // chained mbufs with external buffers (ports[].tx_copy off and the PMD can)
   bool verify_udp_checksum = true;  // ports[].udp_checksum: check what the PMD did not
   bool tx_udp_checksum_offload = false;  // the PMD fills in the UDP checksum of what is sent (else it stays 0)
+  // The port asked its PMD for the receive checksum offloads: only then are a frame's checksum flags its verdict
+  // (a PMD without them may pass flags it did not set: net_ring hands over the sender's mbuf as it is).
+  bool rx_ipv4_checksum_offload = false;
+  bool rx_udp_checksum_offload = false;
 };
 
 // The mutable state of one admitted job: what each lcore owns for it (chunks, buffers, rounds, peers,

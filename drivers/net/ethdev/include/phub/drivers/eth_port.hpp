@@ -78,7 +78,7 @@ class EthPort {
   [[nodiscard]] const MacAddr& mac() const noexcept { return mac_; }
   [[nodiscard]] uint16_t rx_queues() const noexcept { return rx_queues_; }
   [[nodiscard]] uint16_t tx_queues() const noexcept { return tx_queues_; }
-  // The NUMA socket of the device, 0 where the bus does not say (for the descriptor rings).
+  // The NUMA socket of the device, 0 where the bus does not say.
   [[nodiscard]] int socket() const noexcept;
   // The NUMA socket of the device, or -1 (SOCKET_ID_ANY) where the bus does not say: virtual devices, and a
   // PCI device whose numa_node is unknown.
