@@ -14,7 +14,9 @@ Data: batch `step` of every system is the same global batch (a seeded permutatio
 dataset); each host takes the slice of its planned RANK, whatever rank it has in a gloo order, so the global
 batch and so the mean gradient are the same in every system.
 
-Per system, every rank records per step its wall time (zero_grad, forward, backward, optimizer step, the
+All systems are built first and live for the whole run; they train in turns of --block steps (system 1 steps
+0-4, system 2 steps 0-4, ..., system 1 steps 5-9, ...), each turn after a barrier, so that the shared machine's
+load drifts over all of them alike. Per system, every rank records per step its wall time (zero_grad, forward, backward, optimizer step, the
 scheduler) and its loss. After training, with every group's lr set to 0 (the weights no longer change), it
 times, --comm-reps times each, after a barrier:
   compute   zero_grad, forward and backward without any exchange (DDP's no_sync(); the plain model for ps),
@@ -22,7 +24,7 @@ times, --comm-reps times each, after a barrier:
   exchange  the exchange alone on the current gradients: the gloo group's allreduce of all gradients in one
             flat tensor; the hook's job's allreduce of every parameter's key; PSOptimizer.step() (the
             server's optimizer runs in it)
-Rank 0 also reads /proc/stat around the training loop: the CPU idle share of the whole machine, and the share
+Rank 0 also reads /proc/stat around each of the system's turns: the CPU idle share of the whole machine, and the share
 the testbed's own processes used (--netns-prefix; ranks, servers, delay lines).
 Rank 0 writes {"systems": {name: {"step_s": [[per rank] per step], "loss": [[per rank] per step],
 "compute_s": [[per rank] per rep], "exchange_s": [[per rank] per rep], "cpu_idle_share": x, ...}}} to --out.
@@ -97,6 +99,7 @@ def main():
     ap.add_argument("--rack-server", default="")
     ap.add_argument("--jobs", default="{}", help="JSON {system: [job id, port base]} for the phub systems")
     ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--block", type=int, default=5, help="steps a system trains before the next one's turn")
     ap.add_argument("--per-rank-batch", type=int, default=16)
     ap.add_argument("--in-features", type=int, default=64)
     ap.add_argument("--hidden", type=int, default=1024)
@@ -122,10 +125,14 @@ def main():
     groups = order_groups(store, {n: orders[n] for n in gloo_names}, a.self_addr, world, a.iface, timeout)
     x, y = dataset(a.in_features, a.seed)
     setup_s = time.time() - _T0
-    out = {}
-    for system in systems:
-        dist.barrier()
-        out[system] = run(system, a, rank, world, groups, jobs, x, y)
+    runs = [System(name, a, rank, world, groups, jobs) for name in systems]
+    for first in range(0, a.steps, a.block):
+        for r in runs:
+            dist.barrier()
+            r.train(range(first, min(a.steps, first + a.block)), x, y)
+    for r in runs:
+        r.measure(x, y)
+    out = {r.name: r.close() for r in runs}
     gathered = [None] * world
     dist.all_gather_object(gathered, out)
     if rank == 0 and a.out:
@@ -144,85 +151,99 @@ def main():
     dist.destroy_process_group()
 
 
-def run(system, a, rank, world, groups, jobs, x, y):
-    model = make_model(a.in_features, a.hidden, a.depth, a.seed)
-    params = list(model.parameters())
-    client_args = {}
-    if system.startswith(("phub_", "hier_")):
-        job, port_base = jobs[system]
-        client_args = dict(servers=a.flat_server if system.startswith("phub_") else a.rack_server, job=job,
-                           port_base=port_base, rank=rank, workers=world, timeout_ms=a.timeout_ms)
-    ps = system.endswith("_ps")
-    state, pg = None, None
-    if ps:
-        net = model
-        opt = phub.torch.PSOptimizer(params, "sgd", lr=a.lr, momentum=MOMENTUM, **client_args)
-    else:
-        if system.startswith("gloo_"):
-            pg = groups[system[len("gloo_"):]]
-        net = torch.nn.parallel.DistributedDataParallel(model, process_group=pg)
-        if client_args:
-            state = phub.torch.HookState(net, **client_args)
-            net.register_comm_hook(state, phub.torch.ddp_comm_hook)
-        opt = torch.optim.SGD(params, lr=a.lr, momentum=MOMENTUM)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(a.steps))
-    loss_fn = torch.nn.functional.cross_entropy
-    step_s, losses = [], []
-    if rank == 0:
-        idle0, total0 = cpu_ticks()
-        own0 = bench_cpu_ticks(a.netns_prefix) if a.netns_prefix else 0
-    for step in range(a.steps):
-        xb, yb = batch(x, y, step, rank, world, a.per_rank_batch, a.seed)
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        loss = loss_fn(net(xb), yb)
-        loss.backward()
-        opt.step()
-        sched.step()
-        step_s.append(time.perf_counter() - t0)
-        losses.append(loss.item())
-    idle_share = bench_share = None
-    if rank == 0:
-        idle1, total1 = cpu_ticks()
-        idle_share = (idle1 - idle0) / max(1, total1 - total0)
-        if a.netns_prefix:
-            bench_share = (bench_cpu_ticks(a.netns_prefix) - own0) / max(1, total1 - total0)
+class System:
+    """One system's model, optimizer and exchange, alive for the whole run: the systems train in turns of
+    --block steps, so that a change of the shared machine's load falls on all of them alike."""
 
-    compute_s, exchange_s = [], []
-    for g in opt.param_groups:
-        g["lr"] = 0.0  # from here on the weights stay as they are: the exchanges below change nothing
-    for rep in range(a.comm_reps):
-        xb, yb = batch(x, y, rep, rank, world, a.per_rank_batch, a.seed)
-        dist.barrier()
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        if ps:
-            loss_fn(net(xb), yb).backward()
+    def __init__(self, name, a, rank, world, groups, jobs):
+        self.name, self.a, self.rank, self.world = name, a, rank, world
+        model = make_model(a.in_features, a.hidden, a.depth, a.seed)
+        self.params = list(model.parameters())
+        client_args = {}
+        if name.startswith(("phub_", "hier_")):
+            job, port_base = jobs[name]
+            client_args = dict(servers=a.flat_server if name.startswith("phub_") else a.rack_server, job=job,
+                               port_base=port_base, rank=rank, workers=world, timeout_ms=a.timeout_ms)
+        self.ps = name.endswith("_ps")
+        self.state, self.pg = None, None
+        if self.ps:
+            self.net = model
+            self.opt = phub.torch.PSOptimizer(self.params, "sgd", lr=a.lr, momentum=MOMENTUM, **client_args)
         else:
-            with net.no_sync():
-                loss_fn(net(xb), yb).backward()
-            opt.step()  # the local optimizer is compute too (a ps step's runs on the server, in its exchange)
-        compute_s.append(time.perf_counter() - t0)
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
-    for rep in range(a.comm_reps):
-        dist.barrier()
-        t0 = time.perf_counter()
-        if ps:
-            opt.step()
-        elif state is not None:
-            reqs = [state.client.allreduce_async(p.grad.reshape(-1), key=state.key_of[p.data_ptr()]) for p in params]
-            phub.torch._wait_all(reqs)
-        else:
-            pg.allreduce([flat]).wait()
-        exchange_s.append(time.perf_counter() - t0)
-    client = opt.client if ps else (state.client if state else None)
-    stats = client.stats() if client else {}
-    if state is not None:
-        state.close()
-    elif client is not None:
-        client.close()
-    return {"step_s": step_s, "loss": losses, "compute_s": compute_s, "exchange_s": exchange_s,
-            "cpu_idle_share": idle_share, "bench_cpu_share": bench_share, "phub_stats": stats}
+            if name.startswith("gloo_"):
+                self.pg = groups[name[len("gloo_"):]]
+            self.net = torch.nn.parallel.DistributedDataParallel(model, process_group=self.pg)
+            if client_args:
+                self.state = phub.torch.HookState(self.net, **client_args)
+                self.net.register_comm_hook(self.state, phub.torch.ddp_comm_hook)
+            self.opt = torch.optim.SGD(self.params, lr=a.lr, momentum=MOMENTUM)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_factor(a.steps))
+        self.step_s, self.losses, self.compute_s, self.exchange_s = [], [], [], []
+        self.ticks = [0, 0, 0]  # idle, total, the testbed's own (rank 0 only)
+
+    def train(self, steps, x, y):
+        a, loss_fn = self.a, torch.nn.functional.cross_entropy
+        if self.rank == 0:
+            before = self._ticks()
+        for step in steps:
+            xb, yb = batch(x, y, step, self.rank, self.world, a.per_rank_batch, a.seed)
+            t0 = time.perf_counter()
+            self.opt.zero_grad()
+            loss = loss_fn(self.net(xb), yb)
+            loss.backward()
+            self.opt.step()
+            self.sched.step()
+            self.step_s.append(time.perf_counter() - t0)
+            self.losses.append(loss.item())
+        if self.rank == 0:
+            self.ticks = [t + n - b for t, n, b in zip(self.ticks, self._ticks(), before)]
+
+    def _ticks(self):
+        idle, total = cpu_ticks()
+        return [idle, total, bench_cpu_ticks(self.a.netns_prefix) if self.a.netns_prefix else 0]
+
+    def measure(self, x, y):
+        """Compute-only steps, then the exchange alone, each rep after a barrier (the weights stay: lr 0)."""
+        a, loss_fn = self.a, torch.nn.functional.cross_entropy
+        for g in self.opt.param_groups:
+            g["lr"] = 0.0
+        for rep in range(a.comm_reps):
+            xb, yb = batch(x, y, rep, self.rank, self.world, a.per_rank_batch, a.seed)
+            dist.barrier()
+            t0 = time.perf_counter()
+            self.opt.zero_grad()
+            if self.ps:
+                loss_fn(self.net(xb), yb).backward()
+            else:
+                with self.net.no_sync():
+                    loss_fn(self.net(xb), yb).backward()
+                self.opt.step()  # the local optimizer is compute too (a ps step's runs on the server)
+            self.compute_s.append(time.perf_counter() - t0)
+        flat = torch.cat([p.grad.reshape(-1) for p in self.params])
+        for rep in range(a.comm_reps):
+            dist.barrier()
+            t0 = time.perf_counter()
+            if self.ps:
+                self.opt.step()
+            elif self.state is not None:
+                reqs = [self.state.client.allreduce_async(p.grad.reshape(-1), key=self.state.key_of[p.data_ptr()])
+                        for p in self.params]
+                phub.torch._wait_all(reqs)
+            else:
+                self.pg.allreduce([flat]).wait()
+            self.exchange_s.append(time.perf_counter() - t0)
+
+    def close(self):
+        client = self.opt.client if self.ps else (self.state.client if self.state else None)
+        stats = client.stats() if client else {}
+        if self.state is not None:
+            self.state.close()
+        elif client is not None:
+            client.close()
+        idle, total, own = self.ticks
+        return {"step_s": self.step_s, "loss": self.losses, "compute_s": self.compute_s,
+                "exchange_s": self.exchange_s, "cpu_idle_share": idle / max(1, total),
+                "bench_cpu_share": own / max(1, total) if self.a.netns_prefix else None, "phub_stats": stats}
 
 
 if __name__ == "__main__":
