@@ -105,6 +105,26 @@ def main():
             t.equal("README: the TX ceiling is pktgen.json's", g[0], three(p["generator_tx_ceiling"]))
             among(t, "README TX ceiling row", g[1:], tx_pairs)
 
+    # tools/bench/train's rows: the ratios of docs/bench/train.json's RESULT lines.
+    train = json.loads(read(root, "docs", "bench", "train.json"))
+    tr = {m.group(1): m.group(2) for m in (re.match(r"RESULT train (\S+)=\S+ limit=\S+ ratio=(\S+)", line)
+                                           for line in train["results"]) if m}
+    rows = readme_row(readme, "tools/bench/train")
+    t.equal("README: two rows for tools/bench/train", len(rows), 2)
+    if len(rows) == 2:
+        g = find(t, "README train flat row", rows[0],
+                 r"^(\d\.\d+) / (\d\.\d+) \(time to loss (\d\.\d+) / (\d\.\d+);")
+        if g:
+            t.equal("README: the flat row is train.json's", list(g), [tr.get(k) for k in (
+                "step_time_vs_gloo_planned_flat_phub_ps", "step_time_vs_gloo_planned_flat_phub_ar",
+                "time_to_loss_vs_gloo_planned_flat_phub_ps", "time_to_loss_vs_gloo_planned_flat_phub_ar")])
+        g = find(t, "README train racks row", rows[1],
+                 r"^(\d\.\d+) / (\d\.\d+) vs shuffled .*; (\d\.\d+) / (\d\.\d+) vs planned")
+        if g:
+            t.equal("README: the racks row is train.json's", list(g), [tr.get(k) for k in (
+                "step_time_vs_gloo_shuffled_racks_hier_ps", "step_time_vs_gloo_shuffled_racks_hier_ar",
+                "step_time_vs_gloo_planned_racks_hier_ps", "step_time_vs_gloo_planned_racks_hier_ar")])
+
     # docs/bench/ranges.md: the runs behind the README's lines.
     g = find(t, "ranges.md server", ranges,
              r"\n(\d\.\d+) in docs/bench \((\d+\.\d) vs (\d+\.\d) Gbit/s; median of (\d+) alternating pairs")
