@@ -111,19 +111,16 @@ def main():
                                            for line in train["results"]) if m}
     rows = readme_row(readme, "tools/bench/train")
     t.equal("README: two rows for tools/bench/train", len(rows), 2)
-    if len(rows) == 2:
-        g = find(t, "README train flat row", rows[0],
-                 r"^(\d\.\d+) / (\d\.\d+) \(time to loss (\d\.\d+) / (\d\.\d+);")
+    checks = [("flat", r"^(\d\.\d+) / (\d\.\d+) \(time to loss (\d\.\d+) / (\d\.\d+);",
+               ["step_time_vs_gloo_planned_flat_phub_ps", "step_time_vs_gloo_planned_flat_phub_ar",
+                "time_to_loss_vs_gloo_planned_flat_phub_ps", "time_to_loss_vs_gloo_planned_flat_phub_ar"]),
+              ("racks", r"^(\d\.\d+) / (\d\.\d+) vs shuffled .*; (\d\.\d+) / (\d\.\d+) vs planned",
+               ["step_time_vs_gloo_shuffled_racks_hier_ps", "step_time_vs_gloo_shuffled_racks_hier_ar",
+                "step_time_vs_gloo_planned_racks_hier_ps", "step_time_vs_gloo_planned_racks_hier_ar"])]
+    for cell, (shape, pattern, metrics) in zip(rows, checks):
+        g = find(t, "README train %s row" % shape, cell, pattern)
         if g:
-            t.equal("README: the flat row is train.json's", list(g), [tr.get(k) for k in (
-                "step_time_vs_gloo_planned_flat_phub_ps", "step_time_vs_gloo_planned_flat_phub_ar",
-                "time_to_loss_vs_gloo_planned_flat_phub_ps", "time_to_loss_vs_gloo_planned_flat_phub_ar")])
-        g = find(t, "README train racks row", rows[1],
-                 r"^(\d\.\d+) / (\d\.\d+) vs shuffled .*; (\d\.\d+) / (\d\.\d+) vs planned")
-        if g:
-            t.equal("README: the racks row is train.json's", list(g), [tr.get(k) for k in (
-                "step_time_vs_gloo_shuffled_racks_hier_ps", "step_time_vs_gloo_shuffled_racks_hier_ar",
-                "step_time_vs_gloo_planned_racks_hier_ps", "step_time_vs_gloo_planned_racks_hier_ar")])
+            t.equal("README: the %s row is train.json's" % shape, list(g), [tr.get(k) for k in metrics])
 
     # docs/bench/ranges.md: the runs behind the README's lines.
     g = find(t, "ranges.md server", ranges,
