@@ -61,6 +61,17 @@ def core_rx_bytes(core_ns, racks):
     return sum(c["rx_bytes"] for c in testbed.core_counters(core_ns, racks).values())
 
 
+def join(timeout_ms, iface):
+    """The default gloo group from the torchrun-style environment, over a TCPStore of its own (the gloo groups
+    of other rank orders are built over it too): (rank, world, store, timeout)."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    timeout = datetime.timedelta(milliseconds=timeout_ms)
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0, timeout)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", iface)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
+    return rank, world, store, timeout
+
+
 def phub_leg(server, job, port_base, rank, world, tensor, timeout_ms):
     import phub  # only phub legs need the client library
     client = phub.Client.from_env(servers=server, job=job, port_base=port_base, rank=rank, workers=world,
@@ -92,11 +103,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    timeout = datetime.timedelta(milliseconds=a.timeout_ms)
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0, timeout)
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", a.iface)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
+    rank, world, store, timeout = join(a.timeout_ms, a.iface)
     t = torch.empty(a.elems, dtype=torch.float32)
     legs, own_rank, clients = {}, {}, []
     orders = {}

@@ -108,15 +108,15 @@ def run_probe(tb, args, order, work, extra_args=()):
 
 
 def hub_config_template(launcher, tb, job):
-    """A --hub-config-template for phub-probe (docs/probe.md, "Outputs"): phubnet's server config for `job`
-    (launcher: a phubnet.Net), made a complete hub config in which @RACK@ picks the rack. `job` gives
+    """A --hub-config-template for phub-probe (docs/probe.md, "Outputs"): phubnet's server config for `job` (or a
+    list of jobs; launcher: a phubnet.Net), made a complete hub config in which @RACK@ picks the rack. `job` gives
     ranks_by_rack = "@RANKS_BY_RACK@", which becomes the plan's. The probe chooses a worker host per rack as its
     hub; here the testbed's hub host 1 of the rack whose subnet the planned rack's hosts are on runs it instead
     (hub_of_host, from the testbed's ground truth). The hub's port is given as /15, the subnet of every rack,
     so that the peer hubs are on a port's subnet (phub-server has no gateway setting); the rack routers answer
     its ARP for them (proxy ARP, testbed.py). EAL file prefix <tb.prefix>-hub<rack>, control socket
     <launcher.tmp>/ctl-<rack>.sock."""
-    text = launcher.config_text([job],
+    text = launcher.config_text(job if isinstance(job, list) else [job],
                                 server_ip="@HUB@", file_prefix=tb.prefix + "-hub@R@",
                                 socket_path=os.path.join(launcher.tmp, "ctl-@R@.sock"))
     text = (text.replace('"@HUB@/24"', 'hub_ipv4[@RACK@] .. "/15"')

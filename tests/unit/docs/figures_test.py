@@ -105,6 +105,23 @@ def main():
             t.equal("README: the TX ceiling is pktgen.json's", g[0], three(p["generator_tx_ceiling"]))
             among(t, "README TX ceiling row", g[1:], tx_pairs)
 
+    # tools/bench/train's rows: the ratios of docs/bench/train.json's RESULT lines.
+    train = json.loads(read(root, "docs", "bench", "train.json"))
+    tr = {m.group(1): m.group(2) for m in (re.match(r"RESULT train (\S+)=\S+ limit=\S+ ratio=(\S+)", line)
+                                           for line in train["results"]) if m}
+    rows = readme_row(readme, "tools/bench/train")
+    t.equal("README: two rows for tools/bench/train", len(rows), 2)
+    checks = [("flat", r"^(\d\.\d+) / (\d\.\d+) \(time to loss (\d\.\d+) / (\d\.\d+);",
+               ["step_time_vs_gloo_planned_flat_phub_ps", "step_time_vs_gloo_planned_flat_phub_ar",
+                "time_to_loss_vs_gloo_planned_flat_phub_ps", "time_to_loss_vs_gloo_planned_flat_phub_ar"]),
+              ("racks", r"^(\d\.\d+) / (\d\.\d+) vs shuffled .*; (\d\.\d+) / (\d\.\d+) vs planned",
+               ["step_time_vs_gloo_shuffled_racks_hier_ps", "step_time_vs_gloo_shuffled_racks_hier_ar",
+                "step_time_vs_gloo_planned_racks_hier_ps", "step_time_vs_gloo_planned_racks_hier_ar"])]
+    for cell, (shape, pattern, metrics) in zip(rows, checks):
+        g = find(t, "README train %s row" % shape, cell, pattern)
+        if g:
+            t.equal("README: the %s row is train.json's" % shape, list(g), [tr.get(k) for k in metrics])
+
     # docs/bench/ranges.md: the runs behind the README's lines.
     g = find(t, "ranges.md server", ranges,
              r"\n(\d\.\d+) in docs/bench \((\d+\.\d) vs (\d+\.\d) Gbit/s; median of (\d+) alternating pairs")

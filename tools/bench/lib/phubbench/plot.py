@@ -48,3 +48,15 @@ def lines(path, title, xlabel, ylabel, xs, series, limit=None, limit_label="", l
     ax.set_xlabel(xlabel)
     ax.legend(fontsize=8)
     return _finish(fig, ax, title, ylabel, path, note)
+
+
+def curves(path, title, xlabel, ylabel, series, note="", logy=False):
+    """Lines each over its own xs; `series` is [(name, [x], [y]), ...]."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, xs, ys in series:
+        ax.plot(xs, ys, label=name, linewidth=1.2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8)
+    return _finish(fig, ax, title, ylabel, path, note)

@@ -1,7 +1,7 @@
 """The measured points the model is validated against, each with the cluster the bench built (read from the
 bench's JSON, never fitted): tools/bench/ddp (docs/bench/ddp.json) and tools/bench/hier (docs/bench/hier.json).
-A bench's points come from its reader in READERS; tools/bench/train, once it exists, adds its step times by a
-reader of its JSON registered there (its systems map onto the same four: phub allreduce and ps onto flat_ps,
+A bench's points come from its reader in READERS; tools/bench/train (docs/bench/train.json) would add its step
+times by a reader of its JSON registered there (its systems map onto the same four: phub allreduce and ps onto flat_ps,
 hierarchical onto hier_phub, gloo onto ring in its order) and nothing else changes."""
 import json
 import statistics
