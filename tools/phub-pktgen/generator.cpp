@@ -13,6 +13,7 @@
 
 #include "phub/base/ipv4.hpp"
 #include "phub/drivers/eal.hpp"
+#include "phub/proto/session_packet.hpp"
 
 namespace phub::pktgen {
 namespace {
@@ -69,6 +70,10 @@ Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenCon
     j.addrs.ip_base = first_worker_ip(tj, next_ip, cfg.worker_ip != 0);
     j.addrs.rank_ips = tj.rank_ips;
     next_ip = j.addrs.ip_base + tj.spec.workers;
+    if (j.wl.authenticated() && tj.spec.sessions) {
+      g->sessions_.push_back(std::make_unique<JobSessions>(tj.spec.workers, tj.spec.server_lcores));
+      j.sessions = g->sessions_.back().get();
+    }
     g->jobs_->push_back(std::move(j));
   }
   if (g->zero_copy_) {
@@ -144,6 +149,13 @@ void Generator::register_hparams() {
         const size_t len = p == nullptr ? 0
                                         : gen::write_hparams_frame(j.wl, j.addrs, owner, 0,
                                                                    std::span<std::byte>(p, m->data_len));
+        if (len != 0 && j.sessions != nullptr) {  // rank 0's, under its session with that lcore
+          WorkerSession& s = j.sessions->at(0, owner);
+          proto::seal_session_packet(proto::worker_to_server(s.keys),
+                                     std::span<std::byte>(p + proto::kFrameHeadersBytes - proto::kHeaderBytes,
+                                                          proto::kHeaderBytes + proto::kHparamsBytes),
+                                     s.reply, s.next_seq++, false);
+        }
         if (len == 0 || port_->tx(static_cast<uint16_t>(owner % queues), &m, 1) != 1) rte_pktmbuf_free(m);
       }
     }
@@ -151,8 +163,22 @@ void Generator::register_hparams() {
   }
 }
 
+Expected<void, std::string> Generator::join_sessions() {
+  constexpr double kJoinTimeoutS = 10;  // for all ranks of a job: a few round trips each, 64 at a time
+  HandshakePort hp{port_.get(), full_pool_.get(), port_->tx_queues()};
+  for (JobRuntime& j : *jobs_) {
+    if (j.sessions == nullptr) continue;
+    if (auto r = pktgen::join_sessions(hp, j.wl, j.addrs, *j.sessions, kJoinTimeoutS); !r) return r;
+    std::fprintf(stderr, "pktgen: job %u: %zu sessions (%u ranks x %u server lcores)%s\n", j.wl.spec().id,
+                 j.sessions->size(), j.wl.spec().workers, j.wl.spec().server_lcores,
+                 j.sessions->at(0, 0).payload_mac ? ", payload MACs" : "");
+  }
+  return {};
+}
+
 Expected<void, std::string> Generator::launch() {
   if (launched_) return {};
+  if (auto r = join_sessions(); !r) return r;  // the epochs the frames carry are known after it
   for (auto& l : lcores_) l->build_caches();  // the server's MAC is known by now
   register_hparams();
   for (size_t j = 0; j < jobs_->size(); ++j) {

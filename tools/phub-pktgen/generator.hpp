@@ -56,6 +56,8 @@ class Generator {
   Expected<void, std::string> wait_link(std::chrono::steady_clock::time_point deadline);
   bool arp_exchange(std::chrono::steady_clock::time_point until);
   Expected<void, std::string> launch();
+  // Before the lcores start: every rank of each session job joins every server lcore.
+  [[nodiscard]] Expected<void, std::string> join_sessions();
   void register_hparams();  // before the lcores start: the jobs' hyperparameter sets to every server lcore
   void post_all(Cmd c, const RunSettings& s);
 
@@ -63,6 +65,7 @@ class Generator {
   drivers::Mempool hdr_pool_, ext_pool_, full_pool_;
   std::unique_ptr<drivers::EthPort> port_;
   std::unique_ptr<std::vector<JobRuntime>> jobs_;
+  std::vector<std::unique_ptr<JobSessions>> sessions_;  // of the session jobs (JobRuntime::sessions)
   std::vector<void*> dma_areas_;
   std::vector<std::unique_ptr<GenLcore>> lcores_;
   bool arp_unanswered_ = false;

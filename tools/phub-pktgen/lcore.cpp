@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "phub/drivers/arp_mbuf.hpp"
+#include "phub/proto/session_packet.hpp"
 
 namespace phub::pktgen {
 
@@ -69,7 +70,9 @@ void GenLcore::build_caches() {
   const auto& jobs = *r_.jobs;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const std::string name = "pktgen_fc" + std::to_string(r_.index) + "_" + std::to_string(j);
-    cache_.push_back(std::make_unique<FrameCache>(jobs[j], *parts_[j], r_.frame_cache_bytes, name,
+    // A session job's frames are sealed anew for every push (a new number each): none are pre-built.
+    const uint64_t cache_bytes = jobs[j].sessions != nullptr ? 0 : r_.frame_cache_bytes;
+    cache_.push_back(std::make_unique<FrameCache>(jobs[j], *parts_[j], cache_bytes, name,
                                                   static_cast<int>(rte_socket_id())));
     // Only where pushes would copy their payload: chained to a template, a push copies nothing either, and
     // a zero-copy peer reads the few template lines from its cache (measured over zero-copy memif: recycled
@@ -225,6 +228,21 @@ void GenLcore::handle_arp(rte_mbuf* m) noexcept {
   }
 }
 
+bool GenLcore::open_answer(const JobRuntime& job, uint16_t owner, const proto::PhubFrame& f,
+                           std::span<const std::byte> frame) noexcept {
+  if (owner >= job.wl.spec().server_lcores || f.hdr.rank >= job.wl.spec().workers) {
+    c_.rx_bad_tag.add();
+    return false;
+  }
+  WorkerSession& s = job.sessions->at(f.hdr.rank, owner);
+  const auto msg = frame.subspan(f.udp.payload_offset, proto::kHeaderBytes + f.payload.size());
+  const auto v = proto::open_session_packet(proto::server_to_worker(s.keys), s.window, msg, s.reply,
+                                            s.payload_mac && proto::session_opcode_has_mac(f.hdr.opcode));
+  if (v == proto::SessionVerdict::ok) return true;
+  (v == proto::SessionVerdict::replayed ? c_.rx_replayed : c_.rx_bad_tag).add();
+  return false;
+}
+
 void GenLcore::rx(rte_mbuf* m, uint64_t now) noexcept {
   if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
     c_.rx_malformed.add();
@@ -267,9 +285,11 @@ void GenLcore::rx(rte_mbuf* m, uint64_t now) noexcept {
     }
     return;
   }
-  if (job.wl.authenticated() &&
-      !proto::verify_header(job.wl.key(), frame.subspan(f->udp.payload_offset).first<proto::kHeaderBytes>())) {
-    c_.rx_bad_tag.add();
+  if (job.sessions != nullptr ? !open_answer(job, owner, *f, frame)
+                               : job.wl.signs_with_job_key() &&
+                                     !proto::verify_header(job.wl.key(),
+                                                           frame.subspan(f->udp.payload_offset).first<proto::kHeaderBytes>())) {
+    if (job.sessions == nullptr) c_.rx_bad_tag.add();
     rte_pktmbuf_free(m);
     return;
   }

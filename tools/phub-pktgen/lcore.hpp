@@ -19,6 +19,7 @@
 #include "phub/gen/partition.hpp"
 #include "phub/gen/push_frame.hpp"
 #include "settings.hpp"
+#include "worker_sessions.hpp"
 
 namespace phub::pktgen {
 
@@ -30,6 +31,9 @@ struct JobRuntime {
   const std::byte* init_area = nullptr;  // copy of wl.init_block()
   rte_iova_t push_iova = 0, init_iova = 0;
   bool iova_contiguous = true;           // else each payload's IOVA is looked up
+  // A session job's sessions (worker_sessions.hpp), null for others. Each (rank, server lcore) entry is used
+  // only by the generator lcore that drives that server lcore, once the handshake is done.
+  JobSessions* sessions = nullptr;
 };
 
 struct LcoreCounters {
@@ -37,6 +41,7 @@ struct LcoreCounters {
   gen::Counter rx_packets, rx_bytes;
   gen::Counter rx_echo, rx_echo_bytes;      // our own pushes coming back (a forwarder, e.g. testpmd io)
   gen::Counter rx_malformed, rx_bad_tag, rx_unknown_job, rx_other;
+  gen::Counter rx_replayed;                 // session jobs: a number its session has received already
   gen::Counter handed_off, arp_replies, no_mbuf;
   gen::Counter recycled, recycle_busy;      // pushes sent from a recycled frame; pushes built: every frame held
   gen::Counter loops, idle_loops;           // poll-loop iterations, and those that found nothing to do
@@ -105,6 +110,11 @@ class GenLcore {
   rte_mbuf* reuse_frame(size_t job, const gen::PushOrder& o) noexcept;
   // `fresh`: an mbuf of the full pool to build into (null: allocate one).
   rte_mbuf* build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fresh) noexcept;
+  // A session job's push, built or recycled: seal it under its rank's session with the server lcore it goes to.
+  void seal_push(size_t job, const gen::PushOrder& o, rte_mbuf* m) noexcept;
+  // A session job's answer: whether it opens under its rank's session with `owner` (counted if not).
+  [[nodiscard]] bool open_answer(const JobRuntime& job, uint16_t owner, const proto::PhubFrame& f,
+                                 std::span<const std::byte> frame) noexcept;
   // Whether the job's pushes are built whole (payload copied) rather than chained to its template.
   [[nodiscard]] bool copies_payload(size_t job) const noexcept;
   static constexpr size_t kMaxOrders = 32;  // pushes ordered per job and loop iteration

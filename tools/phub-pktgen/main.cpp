@@ -67,6 +67,10 @@ phub::Expected<Target, std::string> build_target(const Options& o) {
     if (o.values == "order") j.spec.values = phub::gen::Values::order_sensitive;
     if (o.values == "exact") j.spec.values = phub::gen::Values::exact;
     j.spec.crc = j.spec.crc || o.crc;
+    if (j.spec.crc && j.spec.sessions) {
+      return phub::unexpected("--crc: job " + std::to_string(j.spec.id) + " runs sessions, whose packets carry no CRC "
+                              "(its payload_mac protects the payload)");
+    }
     j.spec.hparams = j.spec.hparams || (o.hparams && j.spec.mode == phub::gen::Mode::ps);
   }
   if (!o.values.empty() && o.values != "order" && o.values != "exact") {

@@ -56,7 +56,8 @@ std::unique_ptr<CLI::App> make(Options& o) {
                "a job, as KEY=VALUE pairs joined by commas (id=1,workers=8,keys=1000000+4096); the keys: id workers "
                "keys dtype=fp32|fp16|bf16 mode=allreduce|ps reduce=sum|mean deterministic=0|1 chunk_bytes=N "
                "port_base=N lcores=N secret=S round_modulus=N optimizer=sgd|momentum|nesterov|adam lr=X "
-               "momentum=X values=exact|order hparams=0|1 (repeatable)")
+               "momentum=X values=exact|order hparams=0|1 crc=0|1 sessions=0|1 (with a secret: join every server "
+               "lcore with the session handshake and seal every packet) payload_mac=0|1 (repeatable)")
       ->type_name("SPEC")->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(traffic);
   a.add_option("--jobs", o.only_jobs, "emulate only these jobs of the config")
       ->type_name("ID,ID")->delimiter(',')->check(cli::whole<uint32_t>())

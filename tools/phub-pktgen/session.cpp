@@ -80,13 +80,14 @@ Record Session::end() {
   }
   // settle_s 0: do not settle (a sink that answers nothing, e.g. measuring the TX ceiling); the step
   // then reports settled false without failing, and later steps start from an unknown server state.
+  // Whether the rounds were done, read before finishing: a finished partition is idle, no longer running.
+  const bool short_of_rounds = settings_.rounds != 0 && !g_.rounds_done() && settings_.mode == gen::LoopMode::closed;
   if (settings_.settle_s > 0) g_.finish();
   const double deadline = drained.t_s + settings_.settle_s;
   while (settings_.settle_s > 0 && !g_.settled() && collect(g_).t_s < deadline && !g_interrupted.load()) sleep_s(0.005);
   const bool ok = settings_.settle_s > 0 && g_.settled();
   const Totals settled = collect(g_);
   Record r = summarize(g_, settings_, StepTimes{*started_, stop, drained, settled, ok});
-  const bool short_of_rounds = settings_.rounds != 0 && !g_.rounds_done() && settings_.mode == gen::LoopMode::closed;
   if ((!ok && settings_.settle_s > 0) || short_of_rounds) {
     // Say where every partition stands (read racily: the lcores still run; good enough to diagnose).
     std::fprintf(stderr, "pktgen: step ended %s; partition states:\n", ok ? "before its rounds were done" : "unsettled");

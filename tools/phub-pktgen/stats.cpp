@@ -60,7 +60,8 @@ Totals collect(const Generator& g) {
       {&Totals::tx_full, &LcoreCounters::tx_full},       {&Totals::rx_packets, &LcoreCounters::rx_packets},
       {&Totals::rx_bytes, &LcoreCounters::rx_bytes},     {&Totals::rx_echo, &LcoreCounters::rx_echo},
       {&Totals::rx_echo_bytes, &LcoreCounters::rx_echo_bytes}, {&Totals::rx_malformed, &LcoreCounters::rx_malformed},
-      {&Totals::rx_bad_tag, &LcoreCounters::rx_bad_tag}, {&Totals::rx_unknown_job, &LcoreCounters::rx_unknown_job},
+      {&Totals::rx_bad_tag, &LcoreCounters::rx_bad_tag}, {&Totals::rx_replayed, &LcoreCounters::rx_replayed},
+      {&Totals::rx_unknown_job, &LcoreCounters::rx_unknown_job},
       {&Totals::rx_other, &LcoreCounters::rx_other},     {&Totals::handed_off, &LcoreCounters::handed_off},
       {&Totals::no_mbuf, &LcoreCounters::no_mbuf},       {&Totals::loops, &LcoreCounters::loops},
       {&Totals::idle_loops, &LcoreCounters::idle_loops}, {&Totals::recycled, &LcoreCounters::recycled},
@@ -142,6 +143,7 @@ Record summarize(const Generator& g, const RunSettings& s, const StepTimes& t) {
   r.set("faults_sent", faults);
   r.set("rx_malformed", static_cast<double>(t.settled.rx_malformed - t.start.rx_malformed));
   r.set("rx_bad_tag", static_cast<double>(t.settled.rx_bad_tag - t.start.rx_bad_tag));
+  r.set("rx_replayed", static_cast<double>(t.settled.rx_replayed - t.start.rx_replayed));
   r.set("tx_full", static_cast<double>(t.settled.tx_full - t.start.tx_full));
   r.set("no_mbuf", static_cast<double>(t.settled.no_mbuf - t.start.no_mbuf));
   r.set("tx_recycled", static_cast<double>(t.settled.recycled - t.start.recycled));

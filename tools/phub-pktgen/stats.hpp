@@ -25,7 +25,7 @@ struct JobTotals {
 struct Totals {
   double t_s = 0;  // when (steady clock)
   uint64_t tx_packets = 0, tx_bytes = 0, tx_full = 0, rx_packets = 0, rx_bytes = 0, rx_echo = 0, rx_echo_bytes = 0;
-  uint64_t rx_malformed = 0, rx_bad_tag = 0, rx_unknown_job = 0, rx_other = 0, handed_off = 0, no_mbuf = 0;
+  uint64_t rx_malformed = 0, rx_bad_tag = 0, rx_replayed = 0, rx_unknown_job = 0, rx_other = 0, handed_off = 0, no_mbuf = 0;
   uint64_t recycled = 0, recycle_busy = 0;
   uint64_t loops = 0, idle_loops = 0;
   std::array<uint64_t, gen::kFaultCount> faults{};

@@ -46,10 +46,6 @@ Expected<Target, std::string> target_from_config(const std::string& path) {
   t.mtu = cfg->ports[0].mtu;
   for (const auto& p : cfg->ports) t.mtu = std::min(t.mtu, p.mtu);
   for (const auto& j : cfg->jobs) {
-    if (j.sessions) {
-      return unexpected(path + ": job '" + j.name + "' runs sessions, and phub-pktgen emulates workers without the "
-                        "session handshake: give it sessions = false and insecure = true to drive it");
-    }
     TargetJob tj;
     gen::JobSpec& s = tj.spec;
     s.id = j.id;
@@ -65,6 +61,8 @@ Expected<Target, std::string> target_from_config(const std::string& path) {
     s.port_base = j.port_base;
     s.round_modulus = j.round_modulus;
     s.secret = j.secret;
+    s.sessions = j.sessions;
+    s.payload_mac = j.payload_mac;
     s.optimizer = optimizer_of(j.optimizer);
     s.values = j.deterministic ? gen::Values::order_sensitive : gen::Values::exact;
     tj.rank_ips = j.worker_ipv4;
@@ -137,12 +135,19 @@ Expected<gen::JobSpec, std::string> parse_job(const std::string& text, uint16_t 
     else if (k == "deterministic") s.deterministic = *n != 0;
     else if (k == "crc") s.crc = *n != 0;
     else if (k == "hparams") s.hparams = *n != 0;
+    else if (k == "sessions") s.sessions = *n != 0;
+    else if (k == "payload_mac") s.payload_mac = *n != 0;
     else if (k == "lr") s.optimizer.lr = static_cast<float>(*n);
     else if (k == "momentum") s.optimizer.momentum = static_cast<float>(*n);
     else return unexpected("job: unknown key '" + k + "'");
   }
   if (s.key_elems.empty()) return unexpected("job: no keys (keys=N+M+... or elems=N)");
   if (s.workers == 0 || s.server_lcores == 0) return unexpected("job: workers and lcores must be at least 1");
+  if (s.sessions && s.secret.empty()) return unexpected("job: sessions=1 needs a secret (the session keys come from it)");
+  if (s.payload_mac && !s.sessions) return unexpected("job: payload_mac=1 needs sessions=1");
+  if (s.sessions && s.crc) {
+    return unexpected("job: crc=1 and sessions=1: a session packet carries no CRC (payload_mac=1 protects the payload)");
+  }
   if (s.deterministic && s.values == gen::Values::exact && text.find("values=") == std::string::npos) {
     s.values = gen::Values::order_sensitive;
   }

@@ -24,6 +24,13 @@ Expected<std::vector<TraceJob>, std::string> trace_jobs(const Target& t, uint32_
   std::vector<TraceJob> jobs;
   uint32_t next_ip = worker_ip != 0 ? worker_ip : (t.server_ip & 0xffffff00u) + 100;
   for (const auto& tj : t.jobs) {
+    if (tj.spec.sessions && !tj.spec.secret.empty()) {
+      // A session packet is sealed under keys that only a join makes, with a number the server takes once: a
+      // trace is a replay by design, which such a job refuses.
+      return unexpected("job '" + tj.spec.name + "' (id " + std::to_string(tj.spec.id) +
+                        ") runs sessions: a trace cannot carry session packets (each is sealed under a join's keys "
+                        "and taken once); trace a job with sessions = false, insecure = true (--jobs picks jobs)");
+    }
     auto wl = gen::Workload::build(tj.spec, t.mtu);
     if (!wl) return unexpected(wl.error());
     TraceJob j{std::move(*wl), nullptr, {}};

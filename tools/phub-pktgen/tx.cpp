@@ -7,6 +7,7 @@
 
 #include "frame_cache.hpp"
 #include "lcore.hpp"
+#include "phub/proto/session_packet.hpp"
 #include "recycled_frames.hpp"
 
 namespace phub::pktgen {
@@ -128,6 +129,19 @@ rte_mbuf* GenLcore::build_push(size_t job, const gen::PushOrder& o, rte_mbuf* fr
   return m;
 }
 
+void GenLcore::seal_push(size_t job, const gen::PushOrder& o, rte_mbuf* m) noexcept {
+  // The header sits in the first segment; the payload (and tail) after it there, or chained (zero copy).
+  auto* base = rte_pktmbuf_mtod(m, std::byte*);
+  const auto wire = std::span<std::byte, proto::kHeaderBytes>(base + proto::kFrameHeadersBytes - proto::kHeaderBytes,
+                                                               proto::kHeaderBytes);
+  const std::span<const std::byte> payload =
+      m->next != nullptr ? std::span<const std::byte>(rte_pktmbuf_mtod(m->next, const std::byte*), m->next->data_len)
+                         : std::span<const std::byte>(base + proto::kFrameHeadersBytes, m->data_len - proto::kFrameHeadersBytes);
+  const JobRuntime& j = (*r_.jobs)[job];
+  WorkerSession& s = j.sessions->at(o.rank, parts_[job]->slots()[o.slot].owner);
+  proto::seal_session_header(proto::worker_to_server(s.keys), wire, payload, s.reply, s.next_seq++, s.payload_mac);
+}
+
 bool GenLcore::copies_payload(size_t job) const noexcept {
   // (A push with a tail is copied: the tail follows the payload in one segment.)
   const JobRuntime& j = (*r_.jobs)[job];
@@ -149,11 +163,13 @@ uint32_t GenLcore::send_orders(size_t job, std::span<const gen::PushOrder> order
   uint16_t run_queue = 0;
   uint32_t sent = 0;
   const gen::SlotMap& slots = parts_[job]->slots();
+  const bool sealed = (*r_.jobs)[job].sessions != nullptr;
   for (const auto& o : orders) {
     if (o.drop) continue;
     rte_mbuf* m = reuse_frame(job, o);
     if (m == nullptr) m = build_push(job, o, used < nfresh ? fresh[used++] : nullptr);
     if (m == nullptr) continue;
+    if (sealed) seal_push(job, o, m);
     const uint16_t queue = queue_of(slots[o.slot].owner);
     if (run_len == kMaxOrders || (run_len != 0 && queue != run_queue)) {
       enqueue_run(run_queue, run, run_len);

@@ -43,6 +43,7 @@ void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& sl
   h.elem_offset = slot.elem_offset;
   h.elem_count = slot.elems;
   h.seq = seq;
+  h.epoch = wl.epoch(slot.owner);
   if (wl.spec().crc) {
     h.flags |= proto::flag::crc;
     const bool whole = !o.init && slot.elems == wl.segment_elems() && tail.empty();
@@ -50,15 +51,8 @@ void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& sl
   }
   auto wire = out.subspan<kL234, proto::kHeaderBytes>();
   proto::write_header(h, wire);
-  if (wl.authenticated()) proto::sign_header(wl.key(), wire);
-  proto::FlowAddrs f;
-  f.src_mac = a.src_mac;
-  f.dst_mac = a.server_mac;
-  f.src_ip = a.ip_of(o.rank);
-  f.dst_ip = a.server_ip;
-  f.src_port = static_cast<uint16_t>(a.port_base + o.rank);
-  f.dst_port = owner_port(wl, slot);
-  proto::write_eth_ipv4_udp(f, proto::kHeaderBytes + payload.size() + tail.size(), out.first<kL234>());
+  if (wl.signs_with_job_key()) proto::sign_header(wl.key(), wire);
+  proto::write_eth_ipv4_udp(a.flow(o.rank, owner_port(wl, slot)), proto::kHeaderBytes + payload.size() + tail.size(), out.first<kL234>());
 }
 
 void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o, uint32_t seq,
@@ -66,7 +60,8 @@ void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o
   store_be<uint16_t>(out.data() + kUdpDstPortAt, owner_port(wl, slot));
   auto wire = out.subspan<kL234, proto::kHeaderBytes>();
   proto::write_header_position(wl.wire_round(o.round), slot.chunk, slot.elem_offset, seq, wire);
-  if (wl.authenticated()) proto::sign_header(wl.key(), wire);
+  proto::write_header_epoch(wl.epoch(slot.owner), wire);
+  if (wl.signs_with_job_key()) proto::sign_header(wl.key(), wire);
 }
 
 size_t write_push_frame(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,
@@ -94,18 +89,12 @@ size_t write_hparams_frame(const Workload& wl, const WorkerAddrs& a, uint16_t ow
   h.chunk_id = static_cast<uint32_t>(id >> 32);
   h.elem_offset = static_cast<uint32_t>(id);
   h.seq = seq;
+  h.epoch = wl.epoch(owner);
   auto wire = out.subspan(kL234).first<proto::kHeaderBytes>();
   proto::write_header(h, wire);
-  if (wl.authenticated()) proto::sign_header(wl.key(), wire);
+  if (wl.signs_with_job_key()) proto::sign_header(wl.key(), wire);
   std::memcpy(out.data() + proto::kFrameHeadersBytes, wl.hparams().data(), proto::kHparamsBytes);
-  proto::FlowAddrs f;
-  f.src_mac = a.src_mac;
-  f.dst_mac = a.server_mac;
-  f.src_ip = a.ip_of(0);
-  f.dst_ip = a.server_ip;
-  f.src_port = a.port_base;
-  f.dst_port = static_cast<uint16_t>(wl.spec().port_base + owner);
-  proto::write_eth_ipv4_udp(f, proto::kHeaderBytes + proto::kHparamsBytes, out.first<kL234>());
+  proto::write_eth_ipv4_udp(a.flow(0, static_cast<uint16_t>(wl.spec().port_base + owner)), proto::kHeaderBytes + proto::kHparamsBytes, out.first<kL234>());
   return len;
 }
 

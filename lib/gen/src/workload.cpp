@@ -94,6 +94,11 @@ Expected<Workload, std::string> Workload::build(const JobSpec& spec, uint16_t ip
   return w;
 }
 
+void Workload::set_epoch(uint16_t owner, uint16_t epoch) {
+  if (epochs_.size() <= owner) epochs_.resize(static_cast<size_t>(owner) + 1, 0);
+  epochs_[owner] = epoch;
+}
+
 uint64_t Workload::logical_round(uint32_t wire, uint64_t reference) const noexcept {
   const uint64_t mod = spec_.round_modulus == 0 ? (uint64_t{1} << 32) : spec_.round_modulus;
   const uint64_t ref_wire = reference % mod;

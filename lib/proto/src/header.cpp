@@ -126,6 +126,10 @@ void write_header_position(uint32_t round, uint32_t chunk_id, uint32_t elem_offs
   store_be<uint32_t>(p + kOffSeq, seq);
 }
 
+void write_header_epoch(uint16_t epoch, std::span<std::byte, kHeaderBytes> out) noexcept {
+  store_be<uint16_t>(out.data() + kOffEpoch, epoch);
+}
+
 void write_header_recipient(uint16_t rank, uint32_t seq, std::span<std::byte, kHeaderBytes> out) noexcept {
   std::byte* p = out.data();
   store_be<uint16_t>(p + kOffRank, rank);

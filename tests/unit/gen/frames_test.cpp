@@ -14,6 +14,7 @@
 #include "phub/gen/pcap.hpp"
 #include "phub/gen/push_frame.hpp"
 #include "phub/proto/errors.hpp"
+#include "phub/proto/session_packet.hpp"
 
 namespace phub::gen {
 namespace {
@@ -70,11 +71,53 @@ TEST(GenFrames, PushFrameParsesBackAndVerifies) {
   EXPECT_EQ(std::memcmp(f->payload.data(), want.data(), want.size()), 0);
 }
 
+// A session job's push: no job-key tag (the sender seals it), the epoch of the server lcore it goes to; sealed
+// under a session's worker keys as phub-pktgen seals it (header, then the payload after it), it opens under the
+// same session at the server, with its payload MAC, and a changed payload byte does not.
+TEST(GenFrames, SessionPushCarriesItsLcoresEpochAndOpensOnceSealed) {
+  JobSpec s = signed_job();
+  s.secret = "a-secret-of-sixteen-bytes-or-more";
+  s.sessions = true;
+  s.crc = false;
+  s.key_elems = {30000};  // chunks on both server lcores
+  auto wl = Workload::build(s, 1500);
+  ASSERT_TRUE(wl);
+  EXPECT_FALSE(wl->signs_with_job_key());
+  EXPECT_EQ(wl->epoch(1), 0);
+  wl->set_epoch(1, 9);
+  SlotMap slots(*wl, {});
+  uint32_t i = 0;
+  while (i < slots.size() && slots[i].owner != 1) ++i;
+  ASSERT_LT(i, slots.size());
+  std::vector<std::byte> buf(2048);
+  const size_t len = write_push_frame(*wl, addrs(), slots[i], PushOrder{2, i, 5, false, false, false}, 1, buf);
+  ASSERT_GT(len, proto::kFrameHeadersBytes);
+  auto f = proto::parse_phub_frame(std::span(buf.data(), len));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->hdr.epoch, 9);
+  EXPECT_EQ(f->hdr.auth_tag, 0u);
+  proto::SessionContext ctx;
+  ctx.rank = 2;
+  ctx.incarnation = 0x1234;
+  ctx.lcore_index = 1;
+  ctx.worker_nonce = proto::draw_session_nonce();
+  ctx.server_nonce = proto::draw_session_nonce();
+  const proto::SessionKeys keys = proto::derive_session_keys(wl->key(), ctx);
+  const proto::ReplyAddress reply{addrs().ip_of(2), 20002};
+  const auto msg = std::span(buf.data() + 42, len - 42);
+  proto::seal_session_header(proto::worker_to_server(keys), msg.first<proto::kHeaderBytes>(),
+                             msg.subspan(proto::kHeaderBytes), reply, 1, true);
+  proto::ReplayWindow fresh;
+  EXPECT_EQ(proto::try_session_packet(proto::worker_to_server(keys), fresh, msg, reply, true), proto::SessionVerdict::ok);
+  msg[proto::kHeaderBytes + 7] ^= std::byte{1};
+  EXPECT_EQ(proto::try_session_packet(proto::worker_to_server(keys), fresh, msg, reply, true), proto::SessionVerdict::bad_mac);
+}
+
 // A recycled frame's headers, patched for another push of the same rank and payload pattern, must equal the
 // headers written whole for that push: signed and CRC'd jobs, plain ones, rounds that wrap and rounds that do
 // not, every server lcore (UDP port), and pushes of other chunks and segments.
 TEST(GenFrames, PatchedHeadersEqualWrittenOnes) {
-  for (int variant = 0; variant < 2; ++variant) {
+  for (int variant = 0; variant < 3; ++variant) {
     JobSpec s = signed_job();
     s.key_elems = {30000, 9000};
     if (variant == 1) {
@@ -82,8 +125,16 @@ TEST(GenFrames, PatchedHeadersEqualWrittenOnes) {
       s.crc = false;
       s.round_modulus = 0;
     }
+    if (variant == 2) {  // a session job whose two server lcores are in different epochs (its sender seals)
+      s.sessions = true;
+      s.crc = false;
+    }
     auto wl = Workload::build(s, 1500);
     ASSERT_TRUE(wl);
+    if (variant == 2) {
+      wl->set_epoch(0, 3);
+      wl->set_epoch(1, 7);
+    }
     SlotMap slots(*wl, {});
     uint32_t checked = 0;
     uint32_t seed = 12345;

@@ -37,10 +37,11 @@ def config(path, *, prefix, device, jobs, lcores=1, cpu=1, mtu=1500, backoff=Tru
 
 
 def pktgen_job(j):
-    """A job table as phub-pktgen can drive it. pktgen emulates workers without the session handshake, so a job
-    with a secret runs without sessions unless the table says otherwise; and the benchmarks measure the data path
-    without authentication unless a job brings its secret. The server takes either only with insecure = true
-    (docs/security.md)."""
+    """A job table for the tests and benchmarks that drive the server with phub-pktgen. A job with a secret runs
+    with the job key's tags, without sessions, unless the table says `sessions` (pktgen joins and seals session
+    jobs, but the tests of its pre-built frames and of traces need packets that do not change per send); the
+    benchmarks measure the data path without authentication unless a job brings its secret. The server takes
+    either only with insecure = true (docs/security.md)."""
     if "insecure" in j:
         return j
     if j.get("secret") and "sessions" not in j:

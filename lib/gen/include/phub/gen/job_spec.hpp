@@ -32,6 +32,11 @@ struct JobSpec {
   uint16_t port_base = 40000;
   uint32_t round_modulus = 0;      // 0: rounds wrap at 2^32
   std::string secret;              // empty: no authentication
+  // With a secret: every rank joins every server lcore (the session handshake) and seals its packets under
+  // the session's keys instead of signing them with the job key (docs/protocol.md, "Sessions"); with
+  // payload_mac, pushes carry the payload MAC too. The generator does the handshake (the trace writer cannot).
+  bool sessions = false;
+  bool payload_mac = false;
   agg::OptimizerParams optimizer;  // ps mode (step and grad_scale are set per update)
   Values values = Values::exact;
   bool crc = false;                // set the crc flag and the payload CRC32C on pushes

@@ -28,18 +28,30 @@ struct WorkerAddrs {
   [[nodiscard]] uint32_t ip_of(uint16_t rank) const noexcept {
     return rank < rank_ips.size() ? rank_ips[rank] : ip_base + rank;
   }
+  // The addresses of a packet from `rank` to the server's UDP port `server_port`.
+  [[nodiscard]] proto::FlowAddrs flow(uint16_t rank, uint16_t server_port) const noexcept {
+    proto::FlowAddrs f;
+    f.src_mac = src_mac;
+    f.dst_mac = server_mac;
+    f.src_ip = ip_of(rank);
+    f.dst_ip = server_ip;
+    f.src_port = static_cast<uint16_t>(port_base + rank);
+    f.dst_port = server_port;
+    return f;
+  }
 };
 
 // The payload of a push order: a gradient pattern, or (init) rank 0's fp32 initial weights.
 [[nodiscard]] std::span<const std::byte> push_payload(const Workload& wl, const Slot& slot, const PushOrder& o) noexcept;
 
-// Write the 96 header bytes of a push (the payload follows them on the wire). Signs the header when the
-// job has a secret; sets the crc flag and CRC when the job asks for it.
+// Write the 96 header bytes of a push (the payload follows them on the wire), in the job's epoch on the
+// owning server lcore. Signs the header when the job has a secret and no sessions (a session job's sender
+// seals it: proto::seal_session_header); sets the crc flag and CRC when the job asks for it.
 void write_push_headers(const Workload& wl, const WorkerAddrs& a, const Slot& slot, const PushOrder& o, uint32_t seq,
                         std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept;
 // Rewrite, in headers that write_push_headers wrote for an original whole-segment push, what differs for
 // another original whole-segment push of the same rank and payload pattern: the UDP destination port (the
-// owning server lcore), round, chunk, element offset, sequence number, and the tag. The headers then equal
+// owning server lcore), its epoch there, round, chunk, element offset, sequence number, and the tag. The headers then equal
 // what write_push_headers writes for `o`.
 void patch_push_headers(const Workload& wl, const Slot& slot, const PushOrder& o, uint32_t seq,
                         std::span<std::byte, proto::kFrameHeadersBytes> out) noexcept;

@@ -40,6 +40,12 @@ class Workload {
     return std::span<const std::byte>(tail_.data(), spec_.hparams ? tail_.size() : 0);
   }
   [[nodiscard]] bool authenticated() const noexcept { return !spec_.secret.empty(); }
+  // Whether headers carry the job key's tag: a session job's carry the session's instead, sealed by the sender.
+  [[nodiscard]] bool signs_with_job_key() const noexcept { return authenticated() && !spec_.sessions; }
+  // The job's epoch on server lcore `owner`, which every packet to it carries: 0 (a fresh server's) unless the
+  // session handshake started another (set before any frame is built).
+  [[nodiscard]] uint16_t epoch(uint16_t owner) const noexcept { return owner < epochs_.size() ? epochs_[owner] : 0; }
+  void set_epoch(uint16_t owner, uint16_t epoch);
   [[nodiscard]] uint64_t segments_total() const noexcept { return segments_total_; }
 
   // Wire bytes of `rank`'s push of pattern k, the first `elems` elements (a segment prefix).
@@ -101,6 +107,7 @@ class Workload {
   std::vector<float> sums_;          // [k][seg_elems]
   std::vector<std::byte> results_;   // [k][seg_bytes]
   std::vector<std::byte> inits_;     // [k][seg_bytes]
+  std::vector<uint16_t> epochs_;     // by server lcore; empty: all 0
 };
 
 // The scalar kernels: bit-identical to the SIMD ones the server picks (lib/agg's determinism contract).

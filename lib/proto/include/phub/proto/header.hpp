@@ -195,6 +195,9 @@ void write_header(const Header& h, std::span<std::byte, kHeaderBytes> out) noexc
 void write_header_position(uint32_t round, uint32_t chunk_id, uint32_t elem_offset, uint32_t seq,
                            std::span<std::byte, kHeaderBytes> out) noexcept;
 
+// Rewrite only the epoch of a written header, leaving every other field, and the tag, as they are.
+void write_header_epoch(uint16_t epoch, std::span<std::byte, kHeaderBytes> out) noexcept;
+
 // Rewrite only the addressee's rank and the sequence number of a written header (the same message to
 // every worker), leaving every other field, and the tag, as they are.
 void write_header_recipient(uint16_t rank, uint32_t seq, std::span<std::byte, kHeaderBytes> out) noexcept;
