@@ -222,6 +222,66 @@ class Measured(JsonFiles):
             measured.from_hier(self.write(data))
 
 
+class TrainPoints(JsonFiles):
+    @staticmethod
+    def shape(**kw):
+        system = {"step_median_s": 1.0, "compute_s": 0.2, "exchange_s": 0.7}
+        data = {"racks": 3, "hosts_per_rack": 4, "access_mbit": 100.0, "hub_mbit": 400.0, "oversubscription": 4.0,
+                "delays_us": [100, 200, 400], "ip_mtu": 1500, "server_lcores": 1, "params": 1000,
+                "systems": {"gloo_shuffled": dict(system), "hier_ps": dict(system, step_median_s=0.5),
+                            "phub_ar": dict(system)}}
+        data.update(kw)
+        return data
+
+    def test_points_of_both_shapes(self):
+        from phubmodel import measured
+        flat = self.shape(racks=1, oversubscription=1.0, delays_us=[100],
+                          systems={"gloo_planned": {"step_median_s": 2.0, "compute_s": 0.3, "exchange_s": 1.5}})
+        points = measured.from_train(self.write({"shapes": {"racks": self.shape(), "flat": flat}}))
+        self.assertEqual([(p.leg, p.system, p.cluster.ring_order, p.measured_s, p.exchange_s) for p in points],
+                         [("flat gloo_planned", "ring", "planned", 2.0, 1.5),
+                          ("racks phub_ar", "flat_ps", "planned", 1.0, 0.7),
+                          ("racks hier_ps", "hier_phub", "planned", 0.5, 0.7),
+                          ("racks gloo_shuffled", "ring", "shuffled", 1.0, 0.7)])
+        f, r = points[0].cluster, points[1].cluster
+        # The flat shape is one rack: its delay line sits on the uplink no exchange crosses, so no delay.
+        self.assertEqual((f.workers, f.racks, f.worst_rtt_s(), f.compute_s, f.overlap), (4, 1, 0.0, 0.3, 0.0))
+        self.assertEqual((r.workers, r.racks, r.host_gbps, r.server_gbps, r.model_bytes), (12, 3, 0.1, 0.4, 4000))
+        self.assertAlmostEqual(r.cross_rack_rtt_s, 1.2e-3)  # 2 x (200 + 400) us
+        self.assertAlmostEqual(r.uplink_bps(), 100e6)
+
+    def test_malformed_json_is_refused_with_the_reason(self):
+        from phubmodel import ModelError, measured
+        no_compute = self.shape()
+        del no_compute["systems"]["phub_ar"]["compute_s"]
+        no_delays = self.shape()
+        del no_delays["delays_us"]
+        for data, words in (([1, 2], "has no 'shapes'"), ({"shapes": {}}, "has no 'shapes'"),
+                            ({"shapes": {"racks": 7}}, "shape racks is not an object with 'systems'"),
+                            ({"shapes": {"racks": no_delays}}, "lacks delays_us"),
+                            ({"shapes": {"racks": no_compute}}, "system phub_ar lacks compute_s"),
+                            ({"shapes": {"racks": self.shape(params="many")}}, "params = 'many' is not a number"),
+                            ({"shapes": {"racks": self.shape(delays_us=[1, None])}}, "1 = None is not a number"),
+                            ({"shapes": {"racks": self.shape(systems={"hier_ps": {"step_median_s": 0,
+                                                                                  "compute_s": 0.1}})}},
+                             "step_median_s = 0 is not a positive number"),
+                            ({"shapes": {"racks": self.shape(systems={"mpi": {}})}}, "mpi not mapped"),
+                            ({"shapes": {"racks": self.shape(hosts_per_rack=3.5)}}, "whole number")):
+            with self.assertRaisesRegex(ModelError, words, msg=str(data)[:80]):
+                measured.from_train(self.write(data))
+        with self.assertRaisesRegex(ModelError, "cannot read"):
+            measured.from_train(os.path.join(ROOT, "no-such.json"))
+
+    def test_committed_train_json(self):
+        # Every system of every shape the bench ran gives one point: none is dropped unmodelled.
+        from phubmodel import measured
+        path = os.path.join(ROOT, "docs", "bench", "train.json")
+        with open(path) as f:
+            shapes = json.load(f)["shapes"]
+        legs = [p.leg for p in measured.from_train(path)]
+        self.assertEqual(sorted(legs), sorted("%s %s" % (n, s) for n, sh in shapes.items() for s in sh["systems"]))
+
+
 class Command(unittest.TestCase):
     def run_model(self, *args):
         return subprocess.run([sys.executable, os.path.join(ROOT, "tools", "model")] + list(args),
@@ -242,6 +302,20 @@ class Command(unittest.TestCase):
             self.assertEqual(r.returncode, 2, f"{flag} {value}: {r.stderr}")
             self.assertIn(words, r.stderr, f"{flag} {value}")
             self.assertNotIn("Traceback", r.stderr, f"{flag} {value}")
+
+    def test_validate_with_a_bad_or_missing_train_json(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            f.write("{not json")
+            f.flush()
+            r = self.run_model("validate", "--train", f.name)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot read measured points from " + f.name, r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+        missing = os.path.join(ROOT, "no-such-train.json")
+        r = self.run_model("validate", "--train", missing)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no %s (run tools/bench/train --json %s)" % (missing, missing), r.stdout)
+        self.assertNotIn("| train |", r.stdout)
 
     def test_predict_prints_every_system(self):
         r = self.run_model("predict", "--workers", "64")
