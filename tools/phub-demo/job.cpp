@@ -60,7 +60,7 @@ std::string usage() {
   return "usage: phub-demo-worker --job NAME|ID --rank R (--rounds N | --seconds S) [--config FILE]\n"
          "  [--server IP[,IP]] [--secret-file FILE] [--timeout-ms N] [--window PACKETS] [--delay-target-us N] [--rto-min-us N] [--bind IP] [--bind-port N] [--sync]\n"
          "  [--drop-ppm N] [--rx-drop-ppm N] [--dup-ppm N] [--reorder-ppm N] [--seed N] [--no-gso] [--no-gro] [--crc]\n"
-         "  [--fresh-weights] [--round-times FILE]\n"
+         "  [--fresh-weights] [--round-times FILE] [--one-address]\n"
          "Plays one rank of a job of the phub config (default: the embedded config/phub.lua), verifies every\n"
          "result element against values computed independently, and prints one summary line.\n"
          "--seconds works in allreduce mode (the ranks agree on when to stop through the results). Rank 0 restarts\n"
@@ -69,6 +69,8 @@ std::string usage() {
          "The job's secret is the config's, unless --secret-file names a file that holds another (one trailing\n"
          "newline is not part of it) or PHUB_SECRET is set: a secret is never an argument, which ps would show.\n"
          "--round-times writes one line per allreduce round: its start and end, CLOCK_MONOTONIC nanoseconds.\n"
+         "--one-address sends every chunk to the server address given, even where the job's interface_map names\n"
+         "another port of the server (summary: moved= counts the server lcores whose chunks went elsewhere).\n"
          "--help prints this text.\n";
 }
 
@@ -82,6 +84,7 @@ Expected<Args, std::string> parse_args(int argc, char** argv) {
       {"--drop-ppm", &a.drop_ppm}, {"--rx-drop-ppm", &a.rx_drop_ppm}, {"--dup-ppm", &a.dup_ppm},
       {"--reorder-ppm", &a.reorder_ppm}, {"--seed", &a.seed}, {"--no-gso", &a.no_gso}, {"--no-gro", &a.no_gro},
       {"--crc", &a.crc}, {"--sync", &a.sync}, {"--fresh-weights", &a.fresh_weights}, {"--round-times", &a.round_times},
+      {"--one-address", &a.one_address},
       {"--help", &a.help},
   };
   for (int i = 1; i < argc; ++i) {
@@ -166,7 +169,7 @@ phub_config client_config(const DemoJob& j, const Args& a) {
   c.bind_address = a.bind.empty() ? nullptr : a.bind.c_str();
   c.bind_port = static_cast<uint16_t>(a.bind_port);
   c.flags = (a.no_gso ? PHUB_FLAG_NO_GSO : 0u) | (a.no_gro ? PHUB_FLAG_NO_GRO : 0u) | (a.crc ? PHUB_FLAG_CRC : 0u) |
-            (a.fresh_weights ? PHUB_FLAG_FRESH_WEIGHTS : 0u);
+            (a.fresh_weights ? PHUB_FLAG_FRESH_WEIGHTS : 0u) | (a.one_address ? PHUB_FLAG_ONE_ADDRESS : 0u);
   c.fault_drop_tx_ppm = a.drop_ppm;
   c.fault_drop_rx_ppm = a.rx_drop_ppm;
   c.fault_dup_tx_ppm = a.dup_ppm;

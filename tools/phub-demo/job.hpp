@@ -30,6 +30,7 @@ struct Args {
   uint64_t seed = 0;
   bool no_gso = false, no_gro = false, crc = false, sync = false;
   bool fresh_weights = false;  // rank 0 of a ps job: the restart of the job forgets the server's weights
+  bool one_address = false;    // every chunk to --server, whatever the job's chunk-to-interface map says
   std::string bind;
   uint32_t bind_port = 0;  // 0: any
   std::string round_times;  // allreduce: a file to write each round's start and end (CLOCK_MONOTONIC ns) to

@@ -209,12 +209,12 @@ int run(int argc, char** argv) {
   const double reduced = static_cast<double>(o.rounds) * static_cast<double>(keys.total_bytes);
   std::printf("phub-demo-worker job=%s rank=%d mode=%s dtype=%s rounds=%" PRIu64 " bytes_per_round=%" PRIu64
               " seconds=%.3f round_ms_median=%.3f goodput=%.3fGbit/s mismatches=%" PRIu64 " retransmits=%" PRIu64 " rerequests=%" PRIu64
-              " timeouts=%" PRIu64 " fast_retransmits=%" PRIu64 " duplicates=%" PRIu64 " stale=%" PRIu64 " bad_tag=%" PRIu64 " errors=%" PRIu64 " malformed=%" PRIu64 " window=%u srtt_us=%u rto_us=%u reorder_us=%u needless=%" PRIu64 " rejoins=%u replayed=%" PRIu64 " bad_mac=%" PRIu64 " bad_checksum=%" PRIu64 " sessions=%u gso=%u gro=%u "
+              " timeouts=%" PRIu64 " fast_retransmits=%" PRIu64 " duplicates=%" PRIu64 " stale=%" PRIu64 " bad_tag=%" PRIu64 " errors=%" PRIu64 " malformed=%" PRIu64 " window=%u srtt_us=%u rto_us=%u reorder_us=%u needless=%" PRIu64 " rejoins=%u replayed=%" PRIu64 " bad_mac=%" PRIu64 " bad_checksum=%" PRIu64 " sessions=%u moved=%u gso=%u gro=%u "
               "pkts_per_send=%.1f pkts_per_recv=%.1f gro_coalesced=%" PRIu64 " status=%s\n",
               job->job.name.c_str(), args->rank, cfg.mode == PHUB_MODE_PS ? "ps" : "allreduce",
               std::string(dtype_name(job->job.dtype)).c_str(), o.rounds, keys.total_bytes, seconds, median_ms,
               seconds > 0 ? reduced * 8 / seconds / 1e9 : 0.0, o.mismatches, st.retransmits, st.rerequests, st.timeouts, st.fast_retransmits,
-              st.duplicates, st.stale, st.bad_tag, st.errors_received, st.malformed, st.window_packets, st.srtt_us, st.rto_us, st.reorder_window_us, st.needless_resends, st.rejoins, st.replayed, st.bad_mac, st.bad_checksum, st.sessions, st.gso, st.gro,
+              st.duplicates, st.stale, st.bad_tag, st.errors_received, st.malformed, st.window_packets, st.srtt_us, st.rto_us, st.reorder_window_us, st.needless_resends, st.rejoins, st.replayed, st.bad_mac, st.bad_checksum, st.sessions, st.interface_moves, st.gso, st.gro,
               st.send_batches != 0 ? static_cast<double>(st.packets_sent) / static_cast<double>(st.send_batches) : 0.0,
               st.recv_batches != 0 ? static_cast<double>(st.packets_received) / static_cast<double>(st.recv_batches) : 0.0,
               st.gro_coalesced,

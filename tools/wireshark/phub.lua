@@ -46,7 +46,8 @@ local OPCODES = {
   [12] = { name = "pull", dir = "worker -> server (ps)", payload = "none", aux = AUX_COOKIE, crc = CRC_PAYLOAD },
   [13] = { name = "joined", dir = "server -> worker", payload = "joined", aux = AUX_INCARNATION, crc = CRC_COOKIE,
            notes = { round = "the epoch's first round", elem_offset = "the incarnation that holds rank 0",
-                     epoch = "the job's epoch on this lcore" } },
+                     epoch = "the job's epoch on this lcore",
+                     chunk_id = "the lcore's interface address, IPv4 as a number (0: no chunk-to-interface map)" } },
   [14] = { name = "hub_state", dir = "hub <-> hub", payload = "hub_state", aux = AUX_HUB_MAC, crc = CRC_HUB_MAC, hub = true,
            notes = { rank = "the sending hub's rack index", epoch = "the sending hub's epoch of the job" } },
   [15] = { name = "fwd_init", dir = "rack hub -> home hub (ps)", payload = "elements_or_none", aux = AUX_HUB_MAC, crc = CRC_HUB_MAC, hub = true,
@@ -549,7 +550,7 @@ local function dissect(tvb, pinfo, root)
     complain(pb, "length", string.format("payload_bytes %d, the datagram carries %d", h.payload_bytes, real))
   end
   noted(tree:add(F.round, tvb:range(16, 4)), "round")
-  tree:add(F.chunk_id, tvb:range(20, 4))
+  noted(tree:add(F.chunk_id, tvb:range(20, 4)), "chunk_id")
   noted(tree:add(F.elem_offset, tvb:range(24, 4)), "elem_offset")
   tree:add(F.elem_count, tvb:range(28, 2))
   noted(tree:add(F.epoch, tvb:range(30, 2)), "epoch")

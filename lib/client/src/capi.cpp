@@ -57,7 +57,7 @@ phub::client::Result<phub::client::Options> to_options(const phub_config* cfg) {
   if (static_cast<unsigned>(cfg->dtype) > PHUB_BF16) return fail(PHUB_ERR_INVALID_ARGUMENT, "config.dtype is not a phub_dtype");
   if (cfg->reduce != PHUB_REDUCE_SUM && cfg->reduce != PHUB_REDUCE_MEAN) return fail(PHUB_ERR_INVALID_ARGUMENT, "config.reduce is not a phub_reduce");
   if ((cfg->flags & ~(PHUB_FLAG_NO_GSO | PHUB_FLAG_NO_GRO | PHUB_FLAG_CRC | PHUB_FLAG_JOIN_CURRENT |
-                      PHUB_FLAG_FRESH_WEIGHTS)) != 0) {
+                      PHUB_FLAG_FRESH_WEIGHTS | PHUB_FLAG_ONE_ADDRESS)) != 0) {
     return fail(PHUB_ERR_INVALID_ARGUMENT, "config.flags has unknown bits");
   }
   phub::client::Options o;
@@ -93,6 +93,7 @@ phub::client::Result<phub::client::Options> to_options(const phub_config* cfg) {
   o.crc = (cfg->flags & PHUB_FLAG_CRC) != 0;
   o.restart_job = (cfg->flags & PHUB_FLAG_JOIN_CURRENT) == 0;
   o.fresh_weights = (cfg->flags & PHUB_FLAG_FRESH_WEIGHTS) != 0;
+  o.interface_map = (cfg->flags & PHUB_FLAG_ONE_ADDRESS) == 0;
   o.run_token = cfg->run_token;
   o.socket_buffer_bytes = cfg->socket_buffer_bytes;
   o.faults = {cfg->fault_drop_tx_ppm, cfg->fault_drop_rx_ppm, cfg->fault_dup_tx_ppm, cfg->fault_reorder_tx_ppm,

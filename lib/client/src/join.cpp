@@ -31,21 +31,42 @@ bool restored_and_unclaimed(const proto::Header& h) { return h.round != 0 && h.e
 
 }  // namespace
 
-Endpoint Client::endpoint_of_owner(uint32_t owner) const noexcept {
+Endpoint Client::given_endpoint(uint32_t owner) const noexcept {
   return Endpoint{opt_.servers[owner / opt_.server_lcores], static_cast<uint16_t>(opt_.port_base + owner % opt_.server_lcores)};
 }
 
 int64_t Client::owner_of(const Endpoint& from) const noexcept {
   if (from.port < opt_.port_base || from.port >= opt_.port_base + opt_.server_lcores) return -1;
+  const uint32_t lcore = from.port - opt_.port_base;
   for (size_t s = 0; s < opt_.servers.size(); ++s) {
-    if (opt_.servers[s] == from.ipv4) return static_cast<int64_t>(s * opt_.server_lcores + (from.port - opt_.port_base));
+    const auto o = static_cast<uint32_t>(s * opt_.server_lcores + lcore);
+    // The address given (answers to the first join), or the interface the owner moved to.
+    if (opt_.servers[s] == from.ipv4 || owner_ep_[o].ipv4 == from.ipv4) return o;
   }
   return -1;
+}
+
+bool Client::move_to_interface(const proto::Header& h, uint32_t owner, uint64_t now) {
+  // The joined's chunk_id: the address of the lcore's home port (0: none, the address joined is the one).
+  Endpoint& ep = owner_ep_[owner];
+  if (!opt_.interface_map || h.chunk_id == 0 || h.chunk_id == ep.ipv4 || !(ep == given_endpoint(owner))) return false;
+  // Only before the owner is joined: a move later (the map switched on by a reload) would start the handshake
+  // again under a running epoch (rank 0's would restart the job). Such a client stays at the address given.
+  if (members_[owner].state == Membership::State::joined || resume_ != Resume::none) return false;
+  ep.ipv4 = h.chunk_id;
+  ++st_.interface_moves;
+  // A new handshake there: the challenge binds the source address, which the route to the interface may change.
+  begin_join(owner, now);
+  flush();
+  return true;
 }
 
 void Client::start_joining(uint64_t now) {
   // Rank 0's incarnation is the run's token when there is one: the other ranks recognise their run by it.
   incarnation_ = opt_.rank == 0 && opt_.run_token != 0 ? opt_.run_token : draw_incarnation();
+  if (owner_ep_.empty()) {
+    for (uint32_t o = 0; o < owner_count(opt_); ++o) owner_ep_.push_back(given_endpoint(o));
+  }
   members_.assign(owner_count(opt_), Membership{});
   joined_count_ = 0;
   for (uint32_t o = 0; o < members_.size(); ++o) begin_join(o, now);
@@ -163,6 +184,7 @@ void Client::establish_session(const proto::Header& h, const proto::JoinedPayloa
 }
 
 void Client::on_joined(const proto::Header& h, const proto::JoinedPayload& p, uint32_t owner, uint64_t now) {
+  if (move_to_interface(h, owner, now)) return;
   Membership& m = members_[owner];
   m.answered = true;
   if (h.crc32c != 0) m.cookie = h.crc32c;  // carried in every data and request packet: proves the address

@@ -91,7 +91,7 @@ void Client::enqueue(proto::Opcode opc, uint32_t chunk, uint32_t round, uint32_t
   } else if (authenticated_) {
     proto::sign_header(auth_, wire);
   }
-  queue_packet(plan_->endpoint(chunk), payload, bytes, payload != nullptr ? chunks_[chunk].op : kNone, tail_bytes);
+  queue_packet(endpoint_of_owner(owner), payload, bytes, payload != nullptr ? chunks_[chunk].op : kNone, tail_bytes);
 }
 
 bool Client::make_room(size_t packets) {

@@ -42,7 +42,10 @@ void Client::on_datagram(std::span<const std::byte> bytes, const Endpoint& from,
   if (h->opcode == proto::Opcode::joined) {
     joined = take_joined(bytes.first(proto::kHeaderBytes + h->payload_bytes), o);
     if (!joined) {
-      ++st_.bad_tag;
+      // From the address given after the lcore moved to its interface: a late answer to a join sent there before
+      // the move (another nonce), which moves nothing any more.
+      const bool left_behind = !(endpoint_of_owner(o) == given_endpoint(o)) && from == given_endpoint(o);
+      ++(left_behind ? st_.stale : st_.bad_tag);
       return;
     }
   } else if (members_[o].session.active) {

@@ -152,6 +152,7 @@ Job convert_job(const Value& v, const std::string& path, const Limits& limits, c
   j.sessions = !j.secret.empty();
   r.boolean("sessions", j.sessions);
   r.boolean("payload_mac", j.payload_mac);
+  r.boolean("interface_map", j.interface_map);
   // Session keys derive from the job key: without a secret there is nothing to derive them from.
   if (j.sessions && j.secret.empty()) {
     errors.add(r.path("sessions"), "needs a secret (session keys derive from the job key)");

@@ -28,6 +28,7 @@ std::string describe_job(const Job& j, size_t nlcores) {
   s += ", udp " + std::to_string(j.port_base) + ".." + std::to_string(j.port_base + std::max<size_t>(nlcores, 1) - 1);
   s += ", quota " + format_size(j.quota_bytes) + (j.secret.empty() ? ", no auth" : ", auth") + (j.insecure ? " (insecure)" : "") +
        (j.sessions ? (j.payload_mac ? ", sessions with payload MAC" : ", sessions") : "");
+  if (j.interface_map) s += ", chunks sent to their lcore's port";
   if (j.rate_limit_pps != 0) s += ", " + std::to_string(j.rate_limit_pps) + " pps max";
   if (j.answer_bytes_per_s != 0) s += ", answers " + std::to_string(j.answer_bytes_per_s) + " B/s max";
   if (!j.allowed_sources.empty()) s += ", " + std::to_string(j.allowed_sources.size()) + " source prefixes";

@@ -139,6 +139,7 @@ void dump_job(Writer& w, const Job& j, Secrets secrets) {
   w.field("insecure", j.insecure ? "true" : "false");
   w.field("sessions", j.sessions ? "true" : "false");
   w.field("payload_mac", j.payload_mac ? "true" : "false");
+  w.field("interface_map", j.interface_map ? "true" : "false");
   w.field("quota_bytes", j.quota_bytes);
   w.field("chunk_bytes", j.chunk_bytes);
   w.open("keys");

@@ -86,6 +86,7 @@ Expected<std::unique_ptr<Engine>, std::string> Engine::create(const config::Conf
 
 Expected<void, std::string> Engine::open_ports(const config::Config& cfg) {
   queues_ = config::queue_map(cfg);
+  interfaces_ = config::interface_map(cfg, queues_);
   // Every port is attached before any pool exists: a port's socket is known only once its device is, and
   // its RX pool goes there (SOCKET_ID_ANY, -1, where the bus does not say: config::kAnySocket).
   static_assert(config::kAnySocket == SOCKET_ID_ANY);
@@ -206,6 +207,18 @@ std::vector<std::string> Engine::queue_lines() const {
   return out;
 }
 
+std::string Engine::interface_line(const config::Config& cfg, const JobPlan& plan) const {
+  // This server's lcores are owners shard_index * lcores .. of the job's layout.
+  std::vector<uint64_t> per_lcore;
+  for (uint16_t i = 0; i < plan.lcores; ++i) {
+    per_lcore.push_back(plan.layout.owner_elems(static_cast<uint16_t>(plan.first_owner + i)));
+  }
+  const auto per_port = interfaces_.per_port(per_lcore, cfg.ports.size());
+  std::string s = "chunk map: " + interfaces_.describe(cfg) + "; elems per port";
+  for (size_t p = 0; p < per_port.size(); ++p) s += " " + cfg.ports[p].name + " " + std::to_string(per_port[p]);
+  return s;
+}
+
 std::vector<std::string> Engine::startup_lines() const {
   std::vector<std::string> out;
   const Snapshot& s = snapshot();
@@ -229,6 +242,7 @@ std::vector<std::string> Engine::startup_lines() const {
                   std::to_string(plan->math.segment_elems) + " elems/packet, udp " + std::to_string(c.port_base) +
                   ".." + std::to_string(c.port_base + plan->lcores - 1) + ", memory " + plan->memory.describe() +
                   protection(c));
+    if (c.interface_map) out.push_back("job '" + c.name + "' " + interface_line(*s.config, *plan));
   }
   for (const auto& l : lcores_) out.push_back(l->describe(s));
   for (const auto& l : restore_lines_) out.push_back(l);

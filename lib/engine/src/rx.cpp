@@ -62,6 +62,12 @@ void stamp(rte_mbuf* m, const HandoffStamp& h) noexcept {
   m->hash.fdir.hi = h.job_index | (h.previous_key ? 1u << 16 : 0u) | static_cast<uint32_t>(h.generation) << 24;
 }
 
+// A worker's message about one of the job's chunks: what the chunk-to-interface map sends to the chunk's port.
+bool chunk_message(proto::Opcode op) noexcept {
+  return op == proto::Opcode::push || op == proto::Opcode::init || op == proto::Opcode::rerequest ||
+         op == proto::Opcode::pull;
+}
+
 HandoffStamp stamp_of(const rte_mbuf* m) noexcept {
   const uint32_t hi = m->hash.fdir.hi;
   return HandoffStamp{m->hash.fdir.lo, static_cast<uint16_t>(hi & 0xffff), (hi & (1u << 16)) != 0,
@@ -175,6 +181,11 @@ void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, b
   if (!pass_gate(rx, s, job_index, owner, from_ring)) return rte_pktmbuf_free(m);
   if (!mine) return hand_off(m, s, job_index, owner, pi.port_id, rx.previous_key);
   if (timing_) stage_gated_ = rte_rdtsc();
+  if (rx.port != r_.home_port && s.jobs[job_index]->cfg.interface_map && chunk_message(rx.hdr.opcode)) {
+    // The job's map sends this lcore's chunks to its home port; the worker sent this one elsewhere (it does not
+    // follow the map: one address for every chunk). Handled all the same; a hand-off, if any, was counted too.
+    bump(s.lcore_jobs[r_.index][job_index]->counters.off_interface);
+  }
   handle_phub(m, rx, s, job_index);
 }
 
@@ -714,6 +725,9 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   a.round = lj.epoch_first_round;           // the epoch's first round
   a.aux = p.incarnation;                    // who holds the rank in this epoch
   a.elem_offset = lj.peer(0).incarnation;   // who holds rank 0: the run the epoch belongs to
+  // The chunk-to-interface map: the address of this lcore's home port, where the rank sends its chunks (and its
+  // joins) from now on; 0 without the map (the address the join reached).
+  a.chunk_id = plan.cfg.interface_map ? snap_->ports[r_.home_port].ipv4 : 0;
   // The address cookie of the join's source: the worker carries it back in every push, init, rerequest
   // and pull. Only the address's owner receives it.
   a.crc32c = proto::address_cookie(snap_->cookie_key, plan.cfg.id, h.rank, rx.ip.src, rx.udp.src_port);

@@ -2,6 +2,7 @@
 // NUMA-local layout puts them, finishes every round of ranks that come in on either port.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <tuple>
@@ -62,6 +63,44 @@ TEST(Queues, EachPortHasOneRxQueuePerLcoreThatPollsIt) {
                                                                "port p1: rx q0 lcore 2; tx one queue per lcore (2)"}));
 }
 
+// One round of every chunk from both ranks, each through its own port, in a shuffled order; every result is
+// checked. Returns the pushes sent.
+size_t push_round(SplitServer& s, const config::Job& job, const proto::Layout& l, uint32_t round, std::mt19937& rng) {
+  size_t segments = 0;
+  std::vector<std::tuple<uint32_t, uint32_t, uint16_t>> all;
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+    for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg, ++segments) {
+      for (uint16_t r = 0; r < 2; ++r) all.emplace_back(c, seg, r);
+    }
+  }
+  std::shuffle(all.begin(), all.end(), rng);
+  for (auto [c, seg, r] : all) {
+    const uint32_t off = l.segment_offset(seg);
+    std::vector<float> v(l.segment_count_elems(l.chunk(c), seg));
+    for (uint32_t i = 0; i < v.size(); ++i) v[i] = gradient(r, round, c, off + i);
+    s.of(r).send(job, r, push_header(l, c, seg, round, r, job.dtype), encode(v, job.dtype));
+  }
+  for (uint16_t r = 0; r < 2; ++r) {
+    const auto got = s.of(r).receive(segments);
+    EXPECT_EQ(got.size(), segments) << "rank " << r << " round " << round;
+    std::map<std::pair<uint32_t, uint32_t>, int> seen;
+    for (const auto& g : got) {
+      EXPECT_EQ(g.hdr.opcode, proto::Opcode::result) << proto::status_name(g.hdr.status);
+      EXPECT_EQ(g.hdr.round, round);
+      EXPECT_EQ(g.hdr.rank, r);
+      const uint32_t seg = g.hdr.elem_offset / l.params().segment_elems;
+      ++seen[{g.hdr.chunk_id, seg}];
+      const auto sum = decode(g.payload, job.dtype);
+      for (uint32_t i = 0; i < sum.size(); ++i) {
+        EXPECT_EQ(sum[i], gradient(0, round, g.hdr.chunk_id, g.hdr.elem_offset + i) +
+                              gradient(1, round, g.hdr.chunk_id, g.hdr.elem_offset + i));
+      }
+    }
+    EXPECT_EQ(seen.size(), segments);
+  }
+  return all.size();
+}
+
 TEST(Queues, LcoresSplitPerPortFinishEveryRankOnEitherPort) {
   SplitServer s(make_job(1, 2, {700, 300}));
   const auto& job = s.cfg.jobs[0];
@@ -69,46 +108,53 @@ TEST(Queues, LcoresSplitPerPortFinishEveryRankOnEitherPort) {
   (void)s.on_p1->layout(job, 2);
   for (uint16_t r = 0; r < 2; ++r) s.of(r).prove(job, r);
   std::mt19937 rng(5);
-  for (uint32_t round = 0; round < 3; ++round) {
-    size_t segments = 0;
-    std::vector<std::tuple<uint32_t, uint32_t, uint16_t>> all;
-    for (uint32_t c = 0; c < l.chunk_count(); ++c) {
-      for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg, ++segments) {
-        for (uint16_t r = 0; r < 2; ++r) all.emplace_back(c, seg, r);
-      }
-    }
-    std::shuffle(all.begin(), all.end(), rng);
-    for (auto [c, seg, r] : all) {
-      const uint32_t off = l.segment_offset(seg);
-      std::vector<float> v(l.segment_count_elems(l.chunk(c), seg));
-      for (uint32_t i = 0; i < v.size(); ++i) v[i] = gradient(r, round, c, off + i);
-      s.of(r).send(job, r, push_header(l, c, seg, round, r, job.dtype), encode(v, job.dtype));
-    }
-    for (uint16_t r = 0; r < 2; ++r) {
-      const auto got = s.of(r).receive(segments);
-      ASSERT_EQ(got.size(), segments) << "rank " << r << " round " << round;
-      std::map<std::pair<uint32_t, uint32_t>, int> seen;
-      for (const auto& g : got) {
-        ASSERT_EQ(g.hdr.opcode, proto::Opcode::result) << proto::status_name(g.hdr.status);
-        ASSERT_EQ(g.hdr.round, round);
-        ASSERT_EQ(g.hdr.rank, r);
-        const uint32_t seg = g.hdr.elem_offset / l.params().segment_elems;
-        ++seen[{g.hdr.chunk_id, seg}];
-        const auto sum = decode(g.payload, job.dtype);
-        for (uint32_t i = 0; i < sum.size(); ++i) {
-          ASSERT_EQ(sum[i], gradient(0, round, g.hdr.chunk_id, g.hdr.elem_offset + i) +
-                                gradient(1, round, g.hdr.chunk_id, g.hdr.elem_offset + i));
-        }
-      }
-      EXPECT_EQ(seen.size(), segments);
-    }
-  }
+  for (uint32_t round = 0; round < 3; ++round) (void)push_round(s, job, l, round, rng);
   const engine::Totals t = s.engine->totals();
   // Each port's poller took every frame its port received: half the chunks' pushes were handed over.
   EXPECT_GT(t.lcores.redirected_out, 0u);
   EXPECT_EQ(t.lcores.redirected_in, t.lcores.redirected_out);
   EXPECT_EQ(t.lcores.unaccounted, 0u);
   EXPECT_EQ(s.engine->totals().lcores.drops[static_cast<size_t>(Drop::wrong_owner)], 0u);
+  EXPECT_EQ(t.jobs.at(0).off_interface, 0u);  // no chunk-to-interface map: no port is off it
+}
+
+TEST(Queues, TheChunkMapNamesEachLcoresPortInJoinedAndCountsChunksSentElsewhere) {
+  config::Job with_map = make_job(1, 2, {700, 300});
+  with_map.interface_map = true;
+  SplitServer s(with_map);
+  const auto& job = s.cfg.jobs[0];
+  const auto& l = s.on_p0->layout(job, 2);
+  (void)s.on_p1->layout(job, 2);
+  const auto lines = s.engine->startup_lines();
+  const std::string want = "job 'job1' chunk map: lcore 1 -> p0 (198.18.0.1), lcore 2 -> p1 (198.18.1.1); elems per port p0 " +
+                           std::to_string(l.owner_elems(0)) + " p1 " + std::to_string(l.owner_elems(1));
+  EXPECT_NE(std::find(lines.begin(), lines.end(), want), lines.end()) << want;
+  // Rank 0 joins both lcores through p0: each joined names its lcore's home port, p0 for lcore 1, p1 for lcore 2.
+  for (uint16_t owner = 0; owner < 2; ++owner) {
+    proto::Header h;
+    h.opcode = proto::Opcode::join;
+    h.rank = 0;
+    h.aux = 1000;
+    h.chunk_id = l.owned(owner)[0];  // the harness sends to the UDP port of this chunk's lcore
+    s.on_p0->send(job, 0, h, {});
+    const auto got = s.on_p0->receive(1);
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(got[0].hdr.opcode, proto::Opcode::joined);
+    EXPECT_EQ(got[0].hdr.chunk_id, owner == 0 ? kServerIp : kSecondIp) << "lcore index " << owner;
+  }
+  s.of(1).prove(job, 1);
+  // Both ranks push every chunk through their own port: each push of a chunk whose lcore is homed on the other
+  // port is handled, and counted off its interface (and handed over, as the other port's lcore received it).
+  std::mt19937 rng(7);
+  size_t segments = 0;  // of every chunk: per round, one of the two ranks sends each off its lcore's port
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) segments += l.chunk(c).segments;
+  size_t pushes = 0;
+  for (uint32_t round = 0; round < 2; ++round) pushes += push_round(s, job, l, round, rng);
+  const engine::Totals t = s.engine->totals();
+  EXPECT_EQ(pushes, 2 * 2 * segments);
+  EXPECT_EQ(t.jobs.at(0).pushes, pushes);
+  EXPECT_EQ(t.jobs.at(0).off_interface, 2 * segments);
+  EXPECT_EQ(t.lcores.unaccounted, 0u);
 }
 
 }  // namespace

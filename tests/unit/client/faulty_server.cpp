@@ -51,6 +51,16 @@ FaultyServer::FaultyServer(FaultyServerOptions o) : o_(std::move(o)) {
     }
     port_base_ = base;
   }
+  if (o_.interface_map) {
+    // The last lcore's home port: 127.0.0.2, same UDP port (its fd is the last in fds_).
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(kInterfaceIpv4);
+    a.sin_port = htons(static_cast<uint16_t>(port_base_ + o_.lcores - 1));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind 127.0.0.2");
+    fds_.push_back(fd);
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -92,7 +102,7 @@ void FaultyServer::loop() {
         const ssize_t n = recvfrom(fds_[i], buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
         if (n <= 0) break;
         if (o_.drop_every != 0 && ++received_ % o_.drop_every == 0) continue;
-        handle(fds_[i], static_cast<uint16_t>(i), buf.data(), static_cast<size_t>(n), from);
+        handle(fds_[i], owner_of_fd(fds_[i]), buf.data(), static_cast<size_t>(n), from);
       }
     }
   }
@@ -100,7 +110,7 @@ void FaultyServer::loop() {
 
 uint16_t FaultyServer::owner_of_fd(int fd) const {
   for (size_t i = 0; i < fds_.size(); ++i) {
-    if (fds_[i] == fd) return static_cast<uint16_t>(i);
+    if (fds_[i] == fd) return static_cast<uint16_t>(std::min<size_t>(i, o_.lcores - 1u));  // the interface: the last
   }
   return 0;
 }
@@ -279,6 +289,7 @@ void FaultyServer::answer_join(int fd, const proto::Header& h, const proto::Join
                                proto::Header a, bool confirmed) {
   if (o_.mute) return;
   const uint16_t owner = owner_of_fd(fd);
+  if (o_.interface_map && owner == o_.lcores - 1) a.chunk_id = kInterfaceIpv4;  // the chunk-to-interface map
   proto::JoinedPayload p;
   p.worker_nonce = jp.worker_nonce;
   p.reply = proto::ReplyAddress{ntohl(from.sin_addr.s_addr), ntohs(from.sin_port)};
@@ -482,6 +493,7 @@ void FaultyServer::handle(int fd, uint16_t owner, const std::byte* data, size_t 
   }
   ++pushes_;
   if ((h->flags & proto::flag::retransmit) == 0) ++first_pushes_;
+  if (o_.interface_map && owner == o_.lcores - 1) ++(fd == fds_.back() ? pushes_at_interface_ : pushes_off_interface_);
   const uint32_t seg = h->elem_offset / se;
   const auto [at, fresh] = segs_.try_emplace({h->chunk_id, seg});
   Segment& sg = at->second;

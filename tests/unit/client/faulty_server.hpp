@@ -82,7 +82,12 @@ struct FaultyServerOptions {
   bool unprotected_results = false;         // send results without the crc flag (no checksum)
   uint32_t silent_after_results = 0;        // once this many results went out, act on nothing but joins ...
   uint32_t silent_ms = 300;                 // ... for this long (the clients join again after silence)
+  // The chunk-to-interface map: the last lcore also listens on 127.0.0.2 (kInterfaceIpv4) and names that
+  // address in every joined answer.
+  bool interface_map = false;
 };
+
+inline constexpr uint32_t kInterfaceIpv4 = 0x7F000002;  // 127.0.0.2
 
 class FaultyServer {
  public:
@@ -100,6 +105,9 @@ class FaultyServer {
   [[nodiscard]] uint64_t retransmit_flags() const noexcept { return retransmit_flags_.load(); }
   [[nodiscard]] uint64_t rerequests() const noexcept { return rerequests_.load(); }
   [[nodiscard]] uint64_t leaves() const noexcept { return leaves_.load(); }
+  // With interface_map: the last lcore's pushes that came to 127.0.0.2, and to 127.0.0.1.
+  [[nodiscard]] uint64_t pushes_at_interface() const noexcept { return pushes_at_interface_.load(); }
+  [[nodiscard]] uint64_t pushes_off_interface() const noexcept { return pushes_off_interface_.load(); }
   // With `epochs`: what a restart from a checkpoint does: the job goes to `epoch`, every segment to
   // `first_round` with the previous round's result kept (zeros here) and no contribution, and every rank is
   // free; `rank0` (nonzero) is held by another run's rank 0 at once. Applied by the server's thread before
@@ -173,6 +181,7 @@ class FaultyServer {
   std::vector<Held> held_;
   uint64_t results_ = 0;
   std::atomic<uint64_t> pushes_{0}, first_pushes_{0}, retransmit_flags_{0}, rerequests_{0}, leaves_{0};
+  std::atomic<uint64_t> pushes_at_interface_{0}, pushes_off_interface_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
   uint32_t rank0_incarnation_ = 0;  // the join of rank 0, named in every join answer

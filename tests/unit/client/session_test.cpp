@@ -43,6 +43,7 @@ void add(phub_stats& to, const phub_stats& s) {
   to.bad_checksum += s.bad_checksum;
   to.sessions += s.sessions;
   to.rejoins += s.rejoins;
+  to.interface_moves += s.interface_moves;
 }
 
 // A retransmit timeout floor for the tests that count every session and every refused packet exactly: with
@@ -54,13 +55,14 @@ constexpr uint32_t kSteadyRtoUs = 250'000;
 // `rounds` allreduces of every key on each rank (a thread per rank); a rank stops at its first failed wait.
 // rto_min_us = 0 keeps the client's default floor. The last rank sleeps last_rank_late_ms before each round.
 Outcome run(FaultyServer& server, const FaultyServerOptions& o, uint32_t rounds, uint32_t rto_min_us = 0,
-            uint32_t last_rank_late_ms = 0) {
+            uint32_t last_rank_late_ms = 0, uint32_t flags = 0) {
   std::vector<Outcome> per(o.workers);
   std::vector<std::thread> threads;
   for (uint16_t rank = 0; rank < o.workers; ++rank) {
     threads.emplace_back([&, rank] {
       phub_config cfg = server.client_config(rank);
       cfg.timeout_ms = 3000;
+      cfg.flags |= flags;
       if (rto_min_us != 0) {
         cfg.rto_min_us = rto_min_us;
         cfg.rto_initial_us = std::max(cfg.rto_initial_us, rto_min_us);
@@ -131,6 +133,41 @@ FaultyServerOptions session_job(bool payload_mac) {
   o.sessions = true;
   o.payload_mac = payload_mac;
   return o;
+}
+
+TEST(ClientSessions, ChunksGoToTheInterfaceTheJoinedAnswerNames) {
+  // The chunk-to-interface map: the last lcore names 127.0.0.2 in its joined answers. Each rank joins it again
+  // there (a session made at that address), sends it every push there, and every result is right.
+  FaultyServerOptions o = session_job(false);
+  o.interface_map = true;
+  Outcome out;
+  uint64_t at = 0, off = 0, sessions = 0;
+  {
+    FaultyServer server(o);
+    out = run(server, o, 5, kSteadyRtoUs);
+    at = server.pushes_at_interface();
+    off = server.pushes_off_interface();
+    sessions = server.sessions_made();
+  }
+  EXPECT_EQ(out.first_error, PHUB_OK) << out.message;
+  EXPECT_EQ(out.bad_elems, 0u);
+  EXPECT_EQ(out.stats.interface_moves, o.workers);  // one lcore moved per rank
+  EXPECT_GT(at, 0u);
+  EXPECT_EQ(off, 0u);
+  EXPECT_EQ(sessions, uint64_t{o.workers} * o.lcores);  // the sessions made at the interface only
+  EXPECT_EQ(out.stats.bad_tag, 0u);
+  // PHUB_FLAG_ONE_ADDRESS: every push to the address given, nothing moved; still right.
+  {
+    FaultyServer server(o);
+    out = run(server, o, 5, kSteadyRtoUs, 0, PHUB_FLAG_ONE_ADDRESS);
+    at = server.pushes_at_interface();
+    off = server.pushes_off_interface();
+  }
+  EXPECT_EQ(out.first_error, PHUB_OK) << out.message;
+  EXPECT_EQ(out.bad_elems, 0u);
+  EXPECT_EQ(out.stats.interface_moves, 0u);
+  EXPECT_EQ(at, 0u);
+  EXPECT_GT(off, 0u);
 }
 
 TEST(ClientSessions, ASessionJobCompletesItsRounds) {

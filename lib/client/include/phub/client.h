@@ -56,6 +56,9 @@ typedef enum phub_reduce { PHUB_REDUCE_SUM = 0, PHUB_REDUCE_MEAN = 1, PHUB_REDUC
 #define PHUB_FLAG_CRC 0x4u    /* put the payload's CRC32C in pushes (the server then checks it) */
 #define PHUB_FLAG_JOIN_CURRENT 0x8u /* rank 0: join the job's current epoch instead of restarting the job */
 #define PHUB_FLAG_FRESH_WEIGHTS 0x10u /* rank 0 of a ps job: the restart also forgets the weights (init again) */
+#define PHUB_FLAG_ONE_ADDRESS 0x20u /* send every chunk to the server address given, even where the job's chunk
+                                       map names another interface of the server (a host that reaches one of
+                                       its addresses only; the server then hands frames between its lcores) */
 
 /* Connection settings. Fill with phub_config_init() first: it sets struct_size and the defaults. They must
  * match the job in the server's config (docs/client.md lists which fields correspond to which). */
@@ -136,6 +139,8 @@ typedef struct phub_stats {
   uint64_t bad_checksum;       /* packets whose payload CRC32C is wrong (results, as every result carries one),
                                   and results with neither a checksum nor a MAC: changed on the way back (a
                                   faulty link or an attacker), dropped; the segment is asked for again */
+  uint32_t interface_moves;    /* server lcores whose chunks this client sends to another address than the one
+                                  it joined, as the job's chunk-to-interface map said (docs/client.md) */
 } phub_stats;
 
 typedef struct phub_client phub_client;

@@ -15,6 +15,7 @@ MODES = {"allreduce": 0, "ps": 1}
 DTYPES = {"fp32": 0, "fp16": 1, "bf16": 2}
 REDUCES = {"sum": 0, "mean": 1}
 FLAG_NO_GSO, FLAG_NO_GRO, FLAG_CRC, FLAG_JOIN_CURRENT, FLAG_FRESH_WEIGHTS = 0x1, 0x2, 0x4, 0x8, 0x10
+FLAG_ONE_ADDRESS = 0x20
 OPTIMIZERS = {"sgd": 0, "adam": 1, "adamw": 2}  # PHUB_OPT_*: the torch optimizer class a hyperparameter set is for
 STEP_NONFINITE, RESULT_SKIPPED = 0x1, 0x1
 STATE_ARRAYS = {"master": 1, "moment1": 2, "moment2": 3}  # PHUB_STATE_*
@@ -66,7 +67,8 @@ class Stats(ctypes.Structure):
         ("gso", ctypes.c_uint8), ("gro", ctypes.c_uint8), ("reorder_window_us", ctypes.c_uint32),
         ("needless_resends", ctypes.c_uint64), ("epoch", ctypes.c_uint32), ("resumes", ctypes.c_uint32),
         ("rejoins", ctypes.c_uint32), ("replayed", ctypes.c_uint64), ("bad_mac", ctypes.c_uint64),
-        ("sessions", ctypes.c_uint32), ("bad_checksum", ctypes.c_uint64)]
+        ("sessions", ctypes.c_uint32), ("bad_checksum", ctypes.c_uint64),
+        ("interface_moves", ctypes.c_uint32)]
 
 
 class Hparams(ctypes.Structure):

@@ -83,7 +83,7 @@ class Client:
     def __init__(self, servers, port_base, job, rank, workers, secret=None, lcores=1, chunk_bytes=32768, mtu=1500,
                  mode="allreduce", dtype="fp32", reduce="sum", round_modulus=0, timeout_ms=10000, window=None,
                  delay_target_us=None, bind=None, gso=True, gro=True, crc=False, restart_job=True,
-                 fresh_weights=False, run_token=0, faults=None):
+                 fresh_weights=False, run_token=0, faults=None, one_address=False):
         cfg = _lib.Config()
         _lib.lib.phub_config_init(ctypes.byref(cfg))
         self._strings = [s.encode() if s else None for s in (servers, secret, bind)]
@@ -102,7 +102,8 @@ class Client:
         cfg.run_token = int(run_token) & 0xFFFFFFFF
         # Rank 0 restarts the job in a new epoch unless restart_job is False (docs/protocol.md, "Epochs").
         cfg.flags = ((0 if gso else _lib.FLAG_NO_GSO) | (0 if gro else _lib.FLAG_NO_GRO) | (_lib.FLAG_CRC if crc else 0) |
-                     (0 if restart_job else _lib.FLAG_JOIN_CURRENT) | (_lib.FLAG_FRESH_WEIGHTS if fresh_weights else 0))
+                     (0 if restart_job else _lib.FLAG_JOIN_CURRENT) | (_lib.FLAG_FRESH_WEIGHTS if fresh_weights else 0) |
+                     (_lib.FLAG_ONE_ADDRESS if one_address else 0))
         for name, value in (faults or {}).items():  # e.g. {"drop_tx_ppm": 10000, "seed": 3}
             setattr(cfg, "fault_" + name, int(value))
         handle = ctypes.c_void_p()
@@ -119,7 +120,8 @@ class Client:
         PMI_RANK/PMI_SIZE, srun's SLURM_PROCID/SLURM_NTASKS; docs/training.md, "Launchers"). The job: PHUB_SERVER,
         PHUB_PORT_BASE, PHUB_JOB, PHUB_SECRET, PHUB_LCORES, PHUB_MODE, PHUB_DTYPE, PHUB_REDUCE, PHUB_CHUNK_BYTES,
         PHUB_MTU, PHUB_TIMEOUT_MS, PHUB_WINDOW, PHUB_DELAY_TARGET_US, PHUB_BIND, PHUB_ROUND_MODULUS,
-        PHUB_RUN_TOKEN. Keyword arguments override them (rank and workers both given: no launcher is read)."""
+        PHUB_RUN_TOKEN, PHUB_ONE_ADDRESS (1: every chunk to PHUB_SERVER, whatever the job's chunk-to-interface map
+        says). Keyword arguments override them (rank and workers both given: no launcher is read)."""
         env = os.environ if env is None else env
         table = [  # argument, variable, default (None: required), type
             ("servers", "PHUB_SERVER", None, str), ("port_base", "PHUB_PORT_BASE", None, int),
@@ -130,7 +132,8 @@ class Client:
             ("mtu", "PHUB_MTU", 1500, int), ("timeout_ms", "PHUB_TIMEOUT_MS", 30000, int),
             ("window", "PHUB_WINDOW", 0, int), ("delay_target_us", "PHUB_DELAY_TARGET_US", "", int),
             ("bind", "PHUB_BIND", "", str),
-            ("round_modulus", "PHUB_ROUND_MODULUS", 0, int), ("run_token", "PHUB_RUN_TOKEN", 0, int)]
+            ("round_modulus", "PHUB_ROUND_MODULUS", 0, int), ("run_token", "PHUB_RUN_TOKEN", 0, int),
+            ("one_address", "PHUB_ONE_ADDRESS", 0, int)]
         settings = {arg: _env(env, var, default, cast) for arg, var, default, cast in table if arg not in overrides}
         settings.update(_rank_and_workers(env, overrides))
         settings.update(overrides)

@@ -274,7 +274,11 @@ class Client {
   [[nodiscard]] Result<uint32_t> common_first_round() const;
   void set_lane_rounds(uint32_t owner, uint32_t round);
   [[nodiscard]] bool all_joined() const noexcept { return joined_count_ == members_.size(); }
-  [[nodiscard]] Endpoint endpoint_of_owner(uint32_t owner) const noexcept;
+  [[nodiscard]] Endpoint endpoint_of_owner(uint32_t owner) const noexcept { return owner_ep_[owner]; }
+  [[nodiscard]] Endpoint given_endpoint(uint32_t owner) const noexcept;  // server given x lcore's UDP port
+  // A joined answer that names another interface for the owner's chunks: the owner's packets go there from now on
+  // and its join starts again there. Once per owner, and only from the address given.
+  bool move_to_interface(const proto::Header& h, uint32_t owner, uint64_t now);
   [[nodiscard]] int64_t owner_of(const Endpoint& from) const noexcept;  // -1: not one of the job's lcores
 
   // Progress engine.
@@ -391,6 +395,9 @@ class Client {
   uint64_t marks_ = 1;  // packet marks: every packet enqueued gets the next one
 
   std::vector<Membership> members_;  // by owner (server x lcore)
+  // Where each owner's packets go: its server's address given, or the interface the owner's joined answer named
+  // (the job's chunk-to-interface map; docs/client.md, "Chunk map"). By owner.
+  std::vector<Endpoint> owner_ep_;
   size_t joined_count_ = 0;
   uint32_t incarnation_ = 0;         // drawn at connect, never 0: tells this process from another of the rank
   // After a server restart: rejoining (asking the lcores, joining the restored epoch), then pending until the

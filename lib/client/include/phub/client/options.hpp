@@ -50,6 +50,8 @@ struct Options {
   bool crc = false;
   bool restart_job = true;        // rank 0: start a new epoch of the job (its rounds restart); false: join the current one
   bool fresh_weights = false;     // with restart_job in a ps job: the server forgets the weights (rank 0 inits again)
+  bool interface_map = true;      // send a server lcore's chunks to the address its joined answer names (the job's
+                                  // chunk-to-interface map); false: to the server address given, always
   uint32_t run_token = 0;         // shared by the ranks of one run (0: none): the other ranks join only the
                                   // epoch that rank 0 of this run started
   uint32_t socket_buffer_bytes = 4u << 20;

@@ -116,6 +116,8 @@ struct Job {
                                    // anti-replay; docs/protocol.md, "Sessions"); needs a secret. The loader
                                    // turns it on for every job with a secret; off with a secret needs insecure
   bool payload_mac = false;        // session packets with elements also carry a payload MAC; needs sessions
+  bool interface_map = false;      // workers send each chunk to its lcore's home port (config::interface_map),
+                                   // whose address every joined answer names; false: to the address they joined
   uint64_t quota_bytes = 0;        // the job's memory limit; admission fails above it (loader default: limits)
   uint32_t chunk_bytes = 32768;    // bytes of fp32 state per chunk; multiple of 64, 1 KiB..1 MiB
   std::vector<Key> keys;           // at least one

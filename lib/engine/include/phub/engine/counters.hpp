@@ -153,6 +153,7 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(joins, "join requests")                                                                   \
   X(joins_rechallenged, "confirms of a challenge made in the epoch that a run's start just replaced: answered with the challenge of now, as a first join") \
   X(addresses_proven, "ranks' addresses proven by their address cookie")                     \
+  X(off_interface, "interface_map: pushes, inits, rerequests and pulls of this lcore's chunks that reached another port than its home (a worker that sends every chunk to one address)") \
   X(addresses_kept, "packets of a rank from another address than its proven one, which moves only by a fresh join") \
   X(sessions_established, "sessions job: sessions promoted by their first authentic packet after the join") \
   X(leaves, "leave requests")                                                                 \

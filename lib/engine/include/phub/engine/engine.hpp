@@ -18,6 +18,7 @@
 #include "phub/agg/kernels.hpp"
 #include "phub/base/expected.hpp"
 #include "phub/config/config.hpp"
+#include "phub/config/interface_map.hpp"
 #include "phub/config/numa_placement.hpp"
 #include "phub/drivers/eth_port.hpp"
 #include "phub/drivers/mempool.hpp"
@@ -256,6 +257,9 @@ class Engine {
   proto::ChallengeKey challenge_key_{};  // random, drawn by create(): join challenges of this server run
   std::vector<std::string> steering_lines_;
   config::QueueMap queues_;  // which lcore polls which RX queue of each port
+  // "chunk map: lcore 1 -> p0 (198.18.0.1), ...; elems per port p0 N, p1 M" of a job with interface_map.
+  [[nodiscard]] std::string interface_line(const config::Config& cfg, const JobPlan& plan) const;
+  config::InterfaceMap interfaces_;  // each lcore's home port: where interface_map jobs' workers send its chunks
   config::Placement placement_;  // the socket of each pool and lcore
   std::vector<std::vector<uint16_t>> steered_;  // per port: the UDP ports with a flow rule, by queue order
   std::vector<std::string> restore_lines_;

@@ -31,6 +31,7 @@ struct LcoreResources {
   unsigned lcore_id = 0;    // EAL lcore id
   int socket = -1;          // NUMA socket of its state (config::Placement::lcore_socket; -1: any)
   std::vector<config::RxQueue> rx_queues;          // the (port index, RX queue) pairs it polls (config::QueueMap)
+  uint16_t home_port = 0;   // the port index of its chunks in jobs with interface_map (config::InterfaceMap)
   std::vector<const drivers::EthPort*> ports;      // every port, by index (TX goes anywhere)
   rte_mempool* hdr_pool = nullptr;    // header mbufs (results, errors, ARP)
   rte_mempool* ext_pool = nullptr;    // data-room-0 mbufs attached to result buffers
