@@ -36,6 +36,7 @@ failure. Addresses: 198.18.0.0/15 only. Usage: hier_test.py --build BUILD_DIR.
 """
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -159,7 +160,8 @@ def counted_extra_bytes(total, racks, dtype):
 def hub_views(net, ranks, name):
     """Each hub's phub-ctl view of its peers: {rack: (rc, peer lines of `job`, stats --json hubs rows)}. Both
     come from the server's counter cache (control.metrics_interval_ms), which may predate the last rounds of a
-    short run: asked again until every peer row shows partials sent, for at most 5 s."""
+    short run: asked again until every peer, in both views, shows partials sent, for at most 5 s (each view is
+    its own request: the cache may change between them)."""
     views = {}
     for r in ranks:
         ctl = livenet.Ctl(net, socket=ctl_socket(net, r))
@@ -168,7 +170,10 @@ def hub_views(net, ranks, name):
             rc, out, _ = ctl("job", name)
             peers = [ln for ln in out.splitlines() if ln.startswith("hub r")]
             rows = (livenet.job_of(ctl.stats(), name) or {}).get("hubs", [])
-            if (len(rows) == len(ranks) - 1 and all(x["partials_sent"] > 0 for x in rows)) or time.monotonic() > deadline:
+            sent = [int(m.group(1)) for m in (re.search(r"partials_sent (\d+)", ln) for ln in peers) if m]
+            both = len(rows) == len(ranks) - 1 and all(x["partials_sent"] > 0 for x in rows) and \
+                len(sent) == len(ranks) - 1 and all(n > 0 for n in sent)
+            if both or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         views[r] = (rc, peers, rows)
