@@ -21,6 +21,20 @@ def _tag(name):
     return "%s-%d-%d" % (name, os.getpid(), int(time.time() * 1000) % 100000)
 
 
+# The protection modes, as fields of the job table (server.pktgen_job: a job with a secret
+# runs without sessions unless it says so). The headline runs the default, sessions: what every job with a
+# secret gets unless its config says otherwise. The secret is a benchmark's, 16 bytes or more.
+_SECRET = "bench-server-secret-0123456789"
+PROTECTION = {
+    "sessions": {"secret": _SECRET, "sessions": True},
+    "none": {},
+    "job_key": {"secret": _SECRET, "sessions": False, "insecure": True},
+    "sessions_mac": {"secret": _SECRET, "sessions": True, "payload_mac": True},
+}
+DEFAULT_PROTECTION = "sessions"
+SESSION_MODES = ("sessions", "sessions_mac")
+
+
 def job_table(workers, dtype, elems, chunk_bytes, **kw):
     """The benchmarks' job: no secret, so neither side signs or checks tags (the tests cover that); the
     throughput figures are about moving and summing gradients."""
