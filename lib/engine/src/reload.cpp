@@ -133,15 +133,16 @@ Expected<void, std::string> Engine::ask_lcores(const Request& request) {
   while (asked < lcores_.size() && rte_ring_sp_enqueue(requests_[asked], &reqs[asked]) == 0) ++asked;
   // The lcores answer within a loop iteration and a timer tick; stopped ones are served here.
   size_t answered = 0;
-  auto collect = [&] {
+  auto all_answered = [&] {
     for (size_t i = 0; i < asked; ++i) {
       void* item = nullptr;
       while (rte_ring_sc_dequeue(responses_[i], &item) == 0) ++answered;
     }
+    return answered >= asked;
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   bool late = false;
-  for (collect(); answered < asked; collect()) {
+  while (!all_answered()) {
     if (!running_) {
       for (auto& l : lcores_) l->serve_requests_stopped(*current_);
       continue;
