@@ -95,12 +95,13 @@ local FLAGS = {
   { bit = 0x0020, abbrev = "mac", name = "mac", text = "crc32c and aux hold the session payload MAC" },
   { bit = 0x0040, abbrev = "nonfinite", name = "nonfinite", text = "ps: the step is declared non-finite (push, partial), or the round was skipped (result)" },
   { bit = 0x0080, abbrev = "tail", name = "tail", text = "the payload ends with a u64: the round's hyperparameter set id, or a state array's step count" },
+  { bit = 0x0100, abbrev = "follows_map", name = "follows_map", text = "join: the sender follows the chunk-to-interface map (the lcore the join reaches may redirect it)" },
 }
-local FLAGS_KNOWN = 0x00ff
-local FLAG_NONFINITE, FLAG_TAIL = 0x0040, 0x0080
+local FLAGS_KNOWN = 0x01ff
+local FLAG_NONFINITE, FLAG_TAIL, FLAG_FOLLOWS_MAP = 0x0040, 0x0080, 0x0100
 local FLAG_CRC, FLAG_MAC = 0x0001, 0x0020
 
-local JOINED_OPTIONS = { session = 0x01, payload_mac = 0x02, confirmed = 0x04, known = 0x07 }
+local JOINED_OPTIONS = { session = 0x01, payload_mac = 0x02, confirmed = 0x04, redirect = 0x08, known = 0x0f }
 local HUB_STATE_FRESH_WEIGHTS, HUB_STATE_FLAGS_KNOWN = 0x1, 0x1
 local FINGERPRINT_PARTS = { "racks", "ranks", "layout", "arithmetic", "optimizer" }
 
@@ -152,6 +153,8 @@ local F = {
   hs_payload_mac = ProtoField.bool("phub.handshake.payload_mac", "payload_mac", 8, nil, JOINED_OPTIONS.payload_mac),
   hs_confirmed = ProtoField.bool("phub.handshake.confirmed", "confirmed (answers a confirm the server took)", 8, nil,
                                  JOINED_OPTIONS.confirmed),
+  hs_redirect = ProtoField.bool("phub.handshake.redirect", "redirect (join the lcore at the chunk_id address)", 8, nil,
+                                JOINED_OPTIONS.redirect),
   challenge = ProtoField.bytes("phub.handshake.challenge", "Server's challenge (a confirm)"),
   hs_reserved = ProtoField.bytes("phub.handshake.reserved", "Reserved"),
   worker_nonce = ProtoField.bytes("phub.handshake.worker_nonce", "Worker nonce"),
@@ -367,13 +370,19 @@ PAYLOADS.joined = function(r, tree, pinfo, h)
   o:add(F.hs_session, r:range(1, 1))
   o:add(F.hs_payload_mac, r:range(1, 1))
   o:add(F.hs_confirmed, r:range(1, 1))
+  o:add(F.hs_redirect, r:range(1, 1))
+  local redirect = bit32.band(options, JOINED_OPTIONS.redirect) ~= 0
   if bit32.band(options, bit32.bnot(JOINED_OPTIONS.known)) ~= 0 or
-      (bit32.band(options, JOINED_OPTIONS.payload_mac) ~= 0 and bit32.band(options, JOINED_OPTIONS.session) == 0) then
-    complain(o, "handshake", "unknown options, or payload_mac without session")
+      (bit32.band(options, JOINED_OPTIONS.payload_mac) ~= 0 and bit32.band(options, JOINED_OPTIONS.session) == 0) or
+      (redirect and options ~= JOINED_OPTIONS.redirect) then
+    complain(o, "handshake", "unknown options, payload_mac without session, or redirect with another option")
   end
   must_be_zero(r:range(2, 2), t, F.hs_reserved, "reserved bytes")
   t:add(F.worker_nonce, r:range(4, 16))
-  t:add(F.server_nonce, r:range(20, 16))
+  local sn = t:add(F.server_nonce, r:range(20, 16))
+  if (r:range(20, 16):bytes():tohex() == string.rep("00", 16)) ~= redirect then
+    complain(sn, "handshake", "the server nonce is 0 exactly in a redirect")
+  end
   t:add(F.reply_ipv4, r:range(36, 4))
   t:add(F.reply_port, r:range(40, 2))
   must_be_zero(r:range(42, 2), t, F.hs_reserved, "reserved bytes")
@@ -524,6 +533,9 @@ local function dissect(tvb, pinfo, root)
   end
   if op ~= nil and bit32.band(h.flags, FLAG_TAIL) ~= 0 and not TAIL_OPCODES[op.name] then
     complain(fl, "flag_combo", "tail on " .. op.name)
+  end
+  if op ~= nil and bit32.band(h.flags, FLAG_FOLLOWS_MAP) ~= 0 and op.name ~= "join" then
+    complain(fl, "flag_combo", "follows_map on " .. op.name)
   end
   local st
   if op ~= nil and STATE_OPCODES[op.name] then

@@ -185,6 +185,12 @@ void Client::establish_session(const proto::Header& h, const proto::JoinedPayloa
 
 void Client::on_joined(const proto::Header& h, const proto::JoinedPayload& p, uint32_t owner, uint64_t now) {
   if (move_to_interface(h, owner, now)) return;
+  // A redirect (the lcore that received the join named the owner's home address, proto session_option::
+  // redirect) says nothing more: one that did not move this owner (it moved already, or holds its rank) is late.
+  if ((p.options & proto::session_option::redirect) != 0) {
+    ++st_.stale;
+    return;
+  }
   Membership& m = members_[owner];
   m.answered = true;
   if (h.crc32c != 0) m.cookie = h.crc32c;  // carried in every data and request packet: proves the address

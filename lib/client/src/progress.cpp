@@ -115,6 +115,8 @@ void Client::enqueue_control(proto::Opcode opc, uint32_t owner, uint16_t flags, 
   const bool join = opc == proto::Opcode::join;
   const Membership& m = members_[owner];
   if (join) h.payload_bytes = proto::kJoinPayloadBytes;
+  // A client that follows the chunk-to-interface map may be redirected by the lcore its join reaches.
+  if (join && opt_.interface_map) h.flags = static_cast<uint16_t>(h.flags | proto::flag::follows_map);
   const size_t i = queue_.size();
   auto wire = std::span<std::byte, proto::kHeaderBytes>(headers_[i].data(), proto::kHeaderBytes);
   proto::write_header(h, wire);

@@ -247,7 +247,7 @@ Expected<void, std::string> Engine::build_lcores(const config::Config& cfg) {
     r.lcore_id = cfg.lcores[i].id;
     r.socket = placement_.lcore_socket[i];
     r.rx_queues = queues_.by_lcore[i];
-    r.home_port = interfaces_.home_port[i];
+    r.home_ports = interfaces_.home_port;
     r.ports = ports;
     const TxPools& pools = tx_pools_[placement_.tx_pool_set[i]];
     r.hdr_pool = pools.hdr.get();

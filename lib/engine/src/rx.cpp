@@ -179,9 +179,10 @@ void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, b
   if (timing_) stage_parsed_ = rte_rdtsc();
   // From here on the UDP port names the job: drops are counted against it.
   if (!pass_gate(rx, s, job_index, owner, from_ring)) return rte_pktmbuf_free(m);
+  if (!mine && redirects_join(rx, *s.jobs[job_index], owner)) return redirect_join(m, rx, s, job_index, owner);
   if (!mine) return hand_off(m, s, job_index, owner, pi.port_id, rx.previous_key);
   if (timing_) stage_gated_ = rte_rdtsc();
-  if (rx.port != r_.home_port && s.jobs[job_index]->cfg.interface_map && chunk_message(rx.hdr.opcode)) {
+  if (rx.port != r_.home_ports[r_.index] && s.jobs[job_index]->cfg.interface_map && chunk_message(rx.hdr.opcode)) {
     // The job's map sends this lcore's chunks to its home port; the worker sent this one elsewhere (it does not
     // follow the map: one address for every chunk). Handled all the same; a hand-off, if any, was counted too.
     bump(s.lcore_jobs[r_.index][job_index]->counters.off_interface);
@@ -219,6 +220,39 @@ bool Lcore::pass_gate(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t ow
   rx.previous_key = v.previous_key;
   rx.join = v.join;
   return true;
+}
+
+bool Lcore::redirects_join(const Rx& rx, const JobPlan& plan, uint16_t owner) const noexcept {
+  return rx.hdr.opcode == proto::Opcode::join && (rx.hdr.flags & proto::flag::follows_map) != 0 &&
+         plan.cfg.interface_map && owner < r_.home_ports.size() && r_.home_ports[owner] != rx.port;
+}
+
+void Lcore::redirect_join(rte_mbuf* m, const Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner) noexcept {
+  // Past the gate: the join's tag (a job with a secret) and source are checked. The answer names the owner's
+  // home address and nothing of the owner's state, comes from the port the join was sent to (the owner's
+  // UDP port at this address, which the worker knows it by), is as long as the join, and is charged to this
+  // lcore's share of the job's rate as the join would have been at the owner.
+  LcoreJob& lj = *s.lcore_jobs[r_.index][job_index];
+  const JobPlan& plan = *s.jobs[job_index];
+  if (!lj.admit_packet(now_tsc_, s.tsc_hz, plan.rate_per_lcore_pps)) {
+    count_drop(lj, Drop::rate_limited);
+    return rte_pktmbuf_free(m);
+  }
+  bump(counters_.rx_messages[static_cast<size_t>(proto::Opcode::join)]);
+  proto::JoinedPayload jp;
+  jp.worker_nonce = rx.join.worker_nonce;
+  jp.reply = proto::ReplyAddress{rx.ip.src, rx.udp.src_port};
+  jp.options = proto::session_option::redirect;
+  proto::Header a;
+  a.opcode = proto::Opcode::joined;
+  a.dtype = plan.math.in_dtype;
+  a.job_id = plan.cfg.id;
+  a.rank = rx.hdr.rank;
+  a.epoch = rx.hdr.epoch;
+  a.chunk_id = s.ports[r_.home_ports[owner]].ipv4;
+  if (send_joined(rx, plan, lj, a, jp)) bump(lj.counters.joins_redirected);
+  take();
+  rte_pktmbuf_free(m);
 }
 
 void Lcore::hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id,
@@ -727,7 +761,7 @@ void Lcore::on_join(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   a.elem_offset = lj.peer(0).incarnation;   // who holds rank 0: the run the epoch belongs to
   // The chunk-to-interface map: the address of this lcore's home port, where the rank sends its chunks (and its
   // joins) from now on; 0 without the map (the address the join reached).
-  a.chunk_id = plan.cfg.interface_map ? snap_->ports[r_.home_port].ipv4 : 0;
+  a.chunk_id = plan.cfg.interface_map ? snap_->ports[r_.home_ports[r_.index]].ipv4 : 0;
   // The address cookie of the join's source: the worker carries it back in every push, init, rerequest
   // and pull. Only the address's owner receives it.
   a.crc32c = proto::address_cookie(snap_->cookie_key, plan.cfg.id, h.rank, rx.ip.src, rx.udp.src_port);

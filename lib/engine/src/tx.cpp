@@ -44,7 +44,7 @@ rte_mbuf* Lcore::start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, co
 }
 
 std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer,
-                             size_t udp_payload_bytes) noexcept {
+                             size_t udp_payload_bytes, uint16_t src_udp_port) noexcept {
   auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kFrameHeadersBytes));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
@@ -58,7 +58,7 @@ std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Pee
     a.dst_mac = peer.mac;
     a.src_ip = pi.ipv4;
     a.dst_ip = peer.ip;
-    a.src_port = static_cast<uint16_t>(plan.cfg.port_base + r_.index);
+    a.src_port = src_udp_port != 0 ? src_udp_port : static_cast<uint16_t>(plan.cfg.port_base + r_.index);
     a.dst_port = peer.udp_port;
     proto::write_eth_ipv4_udp(a, udp_payload_bytes, peer.l234);
     if (pi.tx_udp_checksum_offload) proto::seed_udp_checksum_offload(peer.l234);
@@ -362,7 +362,8 @@ void Lcore::send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::S
 
 bool Lcore::send_joined(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h,
                         const proto::JoinedPayload& p) noexcept {
-  // To the join's source, as long as the join (the same 44 payload bytes: no amplification).
+  // To the join's source, as long as the join (the same 44 payload bytes: no amplification), from the UDP port
+  // it was sent to (this lcore's, or the owner's for a redirect).
   Peer to;
   to.mac = rx.l2.src;
   to.ip = rx.ip.src;
@@ -376,7 +377,7 @@ bool Lcore::send_joined(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::
     count_drop(lj, Drop::no_mbuf);
     return false;
   }
-  std::byte* w = write_l234(m, plan, lj, to, proto::kHeaderBytes + h.payload_bytes);
+  std::byte* w = write_l234(m, plan, lj, to, proto::kHeaderBytes + h.payload_bytes, rx.udp.dst_port);
   if (w == nullptr) return false;
   auto* body = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kJoinedPayloadBytes));
   if (body == nullptr) {

@@ -35,8 +35,9 @@ bool options_preamble_ok(const std::byte* p) noexcept {
   const auto options = static_cast<uint8_t>(p[kOffOptions]);
   const bool mac_without_session =
       (options & session_option::payload_mac) != 0 && (options & session_option::session) == 0;
+  const bool redirect_with_more = (options & session_option::redirect) != 0 && options != session_option::redirect;
   return p[kOffVersion] == std::byte{kHandshakeVersion} && (options & ~session_option::known) == 0 &&
-         !mac_without_session && all_zero(std::span(p + kOffOptions + 1, kReservedBytes - 1));
+         !mac_without_session && !redirect_with_more && all_zero(std::span(p + kOffOptions + 1, kReservedBytes - 1));
 }
 
 SessionNonce nonce_at(const std::byte* p) noexcept {
@@ -97,7 +98,8 @@ std::optional<JoinedPayload> parse_joined_payload(std::span<const std::byte> pay
   p.server_nonce = nonce_at(in + kOffServerNonce);
   p.reply.ipv4 = load_be<uint32_t>(in + kOffReplyIpv4);
   p.reply.udp_port = load_be<uint16_t>(in + kOffReplyPort);
-  if (all_zero(p.worker_nonce) || all_zero(p.server_nonce) || p.reply.ipv4 == 0 || p.reply.udp_port == 0 ||
+  const bool redirect = p.options == session_option::redirect;
+  if (all_zero(p.worker_nonce) || all_zero(p.server_nonce) != redirect || p.reply.ipv4 == 0 || p.reply.udp_port == 0 ||
       load_be<uint16_t>(in + kOffTailReserved) != 0) {
     return std::nullopt;
   }

@@ -36,7 +36,8 @@ std::optional<ParseError> parse_header_into(std::span<const std::byte> udp_paylo
   if ((h.flags & ~flag::known) != 0) return ParseError::bad_flags;
   if ((h.flags & flag::mac) != 0 && (h.flags & flag::crc) != 0) return ParseError::bad_flags;
   if (((h.flags & flag::nonfinite) != 0 && !opcode_may_flag_nonfinite(h.opcode)) ||
-      ((h.flags & flag::tail) != 0 && !opcode_may_carry_tail(h.opcode))) {
+      ((h.flags & flag::tail) != 0 && !opcode_may_carry_tail(h.opcode)) ||
+      ((h.flags & flag::follows_map) != 0 && h.opcode != Opcode::join)) {
     return ParseError::bad_flags;
   }
   if (load_be<uint16_t>(p + kOffReserved1) != 0) return ParseError::reserved_nonzero;

@@ -157,5 +157,86 @@ TEST(Queues, TheChunkMapNamesEachLcoresPortInJoinedAndCountsChunksSentElsewhere)
   EXPECT_EQ(t.lcores.unaccounted, 0u);
 }
 
+TEST(Queues, AJoinThatFollowsTheMapIsRedirectedByTheLcoreItReachesNotHandedOver) {
+  config::Job with_map = make_job(1, 2, {700, 300});
+  with_map.interface_map = true;
+  with_map.secret = "a-secret-of-thirty-two-bytes-ok!";
+  SplitServer s(with_map);
+  const auto& job = s.cfg.jobs[0];
+  const auto& l = s.on_p0->layout(job, 2);
+  (void)s.on_p1->layout(job, 2);
+  const proto::AuthKey hs = proto::handshake_key(proto::derive_key(job.secret, job.id));
+  // A first join of rank 0 for lcore 2 (homed on p1) through p0, flagged as following the map.
+  auto join_for = [&](uint16_t owner, uint16_t flags, uint32_t seq) {
+    proto::Header h;
+    h.opcode = proto::Opcode::join;
+    h.flags = flags;
+    h.rank = 0;
+    h.aux = 1000;
+    h.seq = seq;
+    h.chunk_id = l.owned(owner)[0];  // the harness sends to the UDP port of this chunk's lcore
+    const std::vector<std::byte> payload = join_payload(job.id, 0, h.aux, seq);
+    s.on_p0->send(job, 0, h, payload);
+    return *proto::parse_join_payload(payload);
+  };
+  const proto::JoinPayload sent = join_for(1, proto::flag::follows_map, 11);
+  auto got = s.on_p0->receive(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].hdr.opcode, proto::Opcode::joined);
+  EXPECT_EQ(got[0].src_port, job.port_base + 1);  // from the port joined: lcore 2's, at p0's address
+  EXPECT_EQ(got[0].hdr.chunk_id, kSecondIp);      // p1's address: lcore 2's home
+  EXPECT_EQ(got[0].hdr.epoch, 0);
+  const auto redirect = proto::accept_joined(hs, std::span<const std::byte>(got[0].msg).first<proto::kHeaderBytes>(),
+                                             std::span<const std::byte>(got[0].msg).subspan(proto::kHeaderBytes),
+                                             sent.worker_nonce);
+  ASSERT_TRUE(redirect.has_value()) << "a redirect is sealed under the handshake key and echoes the join's nonce";
+  EXPECT_EQ(redirect->options, proto::session_option::redirect);
+  EXPECT_EQ(redirect->server_nonce, proto::SessionNonce{});
+  engine::Totals t = s.engine->totals();
+  EXPECT_EQ(t.lcores.redirected_out, 0u);
+  EXPECT_EQ(t.jobs.at(0).joins_redirected, 1u);
+  EXPECT_EQ(t.jobs.at(0).joins, 0u);  // lcore 2 never saw it
+  // The same join without the flag (a worker that sends everything to one address) is handed to lcore 2, which
+  // answers it with its challenge; a flagged join for lcore 1, homed on p0, is lcore 1's own.
+  (void)join_for(1, 0, 12);
+  got = s.on_p0->receive(1);
+  ASSERT_EQ(got.size(), 1u);
+  auto answer = proto::parse_joined_payload(got[0].payload);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->options & proto::session_option::redirect, 0);
+  EXPECT_EQ(got[0].hdr.chunk_id, kSecondIp);
+  (void)join_for(0, proto::flag::follows_map, 13);
+  got = s.on_p0->receive(1);
+  ASSERT_EQ(got.size(), 1u);
+  answer = proto::parse_joined_payload(got[0].payload);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->options & proto::session_option::redirect, 0);
+  EXPECT_EQ(got[0].hdr.chunk_id, kServerIp);
+  t = s.engine->totals();
+  EXPECT_EQ(t.lcores.redirected_out, 1u);
+  EXPECT_EQ(t.jobs.at(0).joins_redirected, 1u);
+  EXPECT_EQ(t.jobs.at(0).joins, 2u);
+  EXPECT_EQ(t.lcores.unaccounted, 0u);
+}
+
+TEST(Queues, WithoutTheMapAJoinThatFollowsItIsHandedOverAsBefore) {
+  SplitServer plain(make_job(1, 2, {700, 300}));
+  const auto& pj = plain.cfg.jobs[0];
+  const auto& pl = plain.on_p0->layout(pj, 2);
+  (void)plain.on_p1->layout(pj, 2);
+  proto::Header h;
+  h.opcode = proto::Opcode::join;
+  h.flags = proto::flag::follows_map;
+  h.aux = 1000;
+  h.seq = 14;
+  h.chunk_id = pl.owned(1)[0];
+  plain.on_p0->send(pj, 0, h, join_payload(pj.id, 0, h.aux, h.seq));
+  const auto got = plain.on_p0->receive(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].hdr.chunk_id, 0u);
+  EXPECT_EQ(plain.engine->totals().lcores.redirected_out, 1u);
+  EXPECT_EQ(plain.engine->totals().jobs.at(0).joins_redirected, 0u);
+}
+
 }  // namespace
 }  // namespace phub::test

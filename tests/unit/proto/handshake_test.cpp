@@ -169,7 +169,7 @@ TEST(Handshake, WrongVersionReservedBytesZeroNoncesOrAddressAreRefused) {
   EXPECT_FALSE(bad_joined(0, std::byte{2}));
   for (size_t at : {2u, 3u, 42u, 43u}) EXPECT_FALSE(bad_joined(at, std::byte{1})) << at;
   // The options byte: unknown bits, and a payload MAC without a session, are refused.
-  EXPECT_FALSE(bad_joined(1, std::byte{0x08}));
+  EXPECT_FALSE(bad_joined(1, std::byte{0x10}));
   EXPECT_TRUE(bad_joined(1, std::byte{session_option::confirmed}));
   EXPECT_FALSE(bad_joined(1, std::byte{session_option::payload_mac}));
   EXPECT_TRUE(bad_joined(1, std::byte{session_option::session}));
@@ -189,6 +189,31 @@ TEST(Handshake, WrongVersionReservedBytesZeroNoncesOrAddressAreRefused) {
   p = sample_joined();
   p.options = session_option::session | session_option::payload_mac;
   EXPECT_EQ(parse_joined_payload(joined_bytes(p)), p);  // the options travel
+}
+
+TEST(Handshake, ARedirectIsAloneAndCarriesNoChallenge) {
+  // A redirect (session_option::redirect) names no challenge: its server nonce is all zero, and it is the only
+  // kind of joined whose server nonce may be. With any other option it is refused.
+  JoinedPayload r = sample_joined();
+  r.options = session_option::redirect;
+  r.server_nonce = {};
+  EXPECT_EQ(parse_joined_payload(joined_bytes(r)), r);
+  JoinedPayload with_nonce = r;
+  with_nonce.server_nonce = nonce_of(9);
+  EXPECT_FALSE(parse_joined_payload(joined_bytes(with_nonce)).has_value());
+  for (uint8_t other : {session_option::session, session_option::confirmed,
+                        static_cast<uint8_t>(session_option::session | session_option::payload_mac)}) {
+    JoinedPayload x = r;
+    x.options = static_cast<uint8_t>(session_option::redirect | other);
+    EXPECT_FALSE(parse_joined_payload(joined_bytes(x)).has_value()) << int{other};
+    x.server_nonce = nonce_of(9);
+    EXPECT_FALSE(parse_joined_payload(joined_bytes(x)).has_value()) << int{other};
+  }
+  // Sealed, it opens only for the join whose nonce it echoes, as any joined.
+  const AuthKey key = handshake_key(kJobKey);
+  const Message m = sealed(Opcode::joined, joined_bytes(r), key);
+  EXPECT_EQ(accept_joined(key, m.wire, m.payload, r.worker_nonce), r);
+  EXPECT_FALSE(accept_joined(key, m.wire, m.payload, nonce_of(0x77)).has_value());
 }
 
 TEST(Handshake, TheServerAcceptsOnlyASealedJoin) {

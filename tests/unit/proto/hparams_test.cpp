@@ -118,6 +118,14 @@ TEST(HeaderTail, FlagsOnlyWhereTheyMeanSomething) {
   h.opcode = Opcode::fwd_result;  // a skipped round's result across racks: nonfinite, no tail
   h.flags = flag::nonfinite;
   EXPECT_TRUE(parse_header(message(h, 0)).has_value());
+  // follows_map: a join's only.
+  for (Opcode op : {Opcode::push, Opcode::pull, Opcode::joined, Opcode::result, Opcode::leave}) {
+    h.opcode = op;
+    h.flags = flag::follows_map;
+    EXPECT_EQ(parse_header(message(h, 0)).error(), ParseError::bad_flags) << static_cast<int>(op);
+  }
+  h.opcode = Opcode::join;
+  EXPECT_TRUE(parse_header(message(h, kHandshakePayloadBytes)).has_value());
 }
 
 TEST(HeaderTail, StateArraysInStatus) {

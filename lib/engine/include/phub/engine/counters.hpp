@@ -151,6 +151,7 @@ inline constexpr size_t kDropCount = static_cast<size_t>(Drop::count_);
   X(inits, "ps init segments accepted")                                                       \
   X(pulls, "ps pull requests")                                                                \
   X(joins, "join requests")                                                                   \
+  X(joins_redirected, "interface_map: joins for another lcore that reached this one at another port than that lcore's home, answered here with the home's address (a redirect) instead of handed over") \
   X(joins_rechallenged, "confirms of a challenge made in the epoch that a run's start just replaced: answered with the challenge of now, as a first join") \
   X(addresses_proven, "ranks' addresses proven by their address cookie")                     \
   X(off_interface, "interface_map: pushes, inits, rerequests and pulls of this lcore's chunks that reached another port than its home (a worker that sends every chunk to one address)") \

@@ -31,7 +31,9 @@ struct LcoreResources {
   unsigned lcore_id = 0;    // EAL lcore id
   int socket = -1;          // NUMA socket of its state (config::Placement::lcore_socket; -1: any)
   std::vector<config::RxQueue> rx_queues;          // the (port index, RX queue) pairs it polls (config::QueueMap)
-  uint16_t home_port = 0;   // the port index of its chunks in jobs with interface_map (config::InterfaceMap)
+  // Every lcore's home port, by lcore index (config::InterfaceMap): where jobs with interface_map take its
+  // chunks. This lcore's is home_ports[index]; the others' tell a join that reached the wrong port where to go.
+  std::vector<uint16_t> home_ports;
   std::vector<const drivers::EthPort*> ports;      // every port, by index (TX goes anywhere)
   rte_mempool* hdr_pool = nullptr;    // header mbufs (results, errors, ARP)
   rte_mempool* ext_pool = nullptr;    // data-room-0 mbufs attached to result buffers
@@ -116,6 +118,11 @@ class Lcore : public OnSocket {  // built with new (its socket) Lcore(...)
   // Enqueue a frame of job `job_index` that passed the gate for lcore `owner`, within the job's share of the
   // slots (else counted handoff_share_full against the job and freed), stamped with the gate's verdict; the
   // owner gives the slot back as it dequeues.
+  // A join for lcore `owner` that reached this lcore at another port than owner's home, in a job with the
+  // chunk-to-interface map, from a worker that follows it: answered here with a redirect to the home's address
+  // (session_option::redirect) instead of a hand-off (rx.cpp).
+  [[nodiscard]] bool redirects_join(const Rx& rx, const JobPlan& plan, uint16_t owner) const noexcept;
+  void redirect_join(rte_mbuf* m, const Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner) noexcept;
   void hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id,
                 bool previous_key) noexcept;
   void give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept;
@@ -273,7 +280,10 @@ class Lcore : public OnSocket {  // built with new (its socket) Lcore(...)
                      PeerSession* session = nullptr, std::span<const std::byte> payload = {}) noexcept;
   // Appends the frame headers to `m` and writes its Ethernet/IPv4/UDP part for `udp_payload_bytes`; returns
   // where the phub header goes, or null (m freed) when the mbuf has no room.
-  std::byte* write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, size_t udp_payload_bytes) noexcept;
+  // The UDP source port is this lcore's (port_base + index), or `src_udp_port` where given (a redirect answers
+  // from the port the join was sent to, another lcore's).
+  std::byte* write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, size_t udp_payload_bytes,
+                        uint16_t src_udp_port = 0) noexcept;
   static void attach_result(rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept;
   static void chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept;
   bool fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf,

@@ -41,7 +41,12 @@ inline constexpr uint8_t session = 1u << 0;      // every later packet of the ra
 inline constexpr uint8_t payload_mac = 1u << 1;  // ... and carries a payload MAC (only with session)
 inline constexpr uint8_t confirmed = 1u << 2;    // this answers a confirming join the server took: the rank is
                                                  // the joiner's and (session) its session is the rank's now
-inline constexpr uint8_t known = session | payload_mac | confirmed;
+// No join's answer: the lcore that received the join (at another port than the joined lcore's home, in a job
+// with the chunk-to-interface map, from a worker that follows it: header.hpp flag::follows_map) names the
+// address to join there, in the header's chunk_id, instead of handing the join to the joined lcore. Alone,
+// with an all-zero server nonce; the worker takes nothing else from it.
+inline constexpr uint8_t redirect = 1u << 3;
+inline constexpr uint8_t known = session | payload_mac | confirmed | redirect;
 }  // namespace session_option
 
 // joined payload, 44 bytes: 0 version u8 | 1 options u8 (session_option) | 2 reserved, 2 bytes of 0 |
@@ -64,9 +69,9 @@ void write_join_payload(const JoinPayload& p, std::span<std::byte, kJoinPayloadB
 [[nodiscard]] std::optional<JoinPayload> parse_join_payload(std::span<const std::byte> payload) noexcept;
 
 void write_joined_payload(const JoinedPayload& p, std::span<std::byte, kJoinedPayloadBytes> out) noexcept;
-// Nothing unless exactly kJoinedPayloadBytes, this version, known options (payload_mac only with session),
-// reserved bytes 0, neither nonce all zero, and a
-// reply address with a nonzero IPv4 address and port.
+// Nothing unless exactly kJoinedPayloadBytes, this version, known options (payload_mac only with session,
+// redirect only alone), reserved bytes 0, a worker nonce not all zero, a server nonce all zero in a redirect
+// and not all zero elsewhere, and a reply address with a nonzero IPv4 address and port.
 [[nodiscard]] std::optional<JoinedPayload> parse_joined_payload(std::span<const std::byte> payload) noexcept;
 
 // SipHash-2-4 under `handshake_key` of the 54 header bytes with the tag field taken as zero, then the payload.

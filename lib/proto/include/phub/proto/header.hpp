@@ -94,7 +94,12 @@ inline constexpr uint16_t nonfinite = 1u << 6;
 // fwd_partial the id of the round's hyperparameter set (hparams.hpp); in an init or result of an optimizer
 // state array (status 1..3, StateArray) the chunk's optimizer step count. Elsewhere refused.
 inline constexpr uint16_t tail = 1u << 7;
-inline constexpr uint16_t known = crc | retransmit | mean | epoch_start | fresh_weights | mac | nonfinite | tail;
+// join: the sender follows the job's chunk-to-interface map (it moves to the address a joined names), so the
+// lcore that receives a join for another lcore homed on another port may answer it with a redirect
+// (handshake.hpp session_option::redirect) instead of handing it over. Elsewhere refused.
+inline constexpr uint16_t follows_map = 1u << 8;
+inline constexpr uint16_t known = crc | retransmit | mean | epoch_start | fresh_weights | mac | nonfinite | tail |
+                                  follows_map;
 }  // namespace flag
 
 inline constexpr size_t kTailBytes = 8;
