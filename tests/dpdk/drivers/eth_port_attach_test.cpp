@@ -2,6 +2,7 @@
 // nothing is configured) and then start with a pool made for that socket. A port the attach probed goes
 // away with its EthPort; start refuses a second start and a missing pool.
 #include <gtest/gtest.h>
+#include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
@@ -55,6 +56,18 @@ TEST(EthPortAttach, ADeviceThatCannotBeProbedIsAnError) {
   auto empty = EthPort::attach(",x=1");
   ASSERT_FALSE(empty);
   EXPECT_EQ(empty.error(), "port: empty device");
+}
+
+TEST(EthPortAttach, ADeviceProbedWithoutAnEthdevPortOfItsNameIsRemovedAgain) {
+  // baseband_null makes a bbdev, no ethdev port: the attach fails, and the device it probed goes (the vdev bus
+  // no longer holds it: removing it again fails).
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto port = EthPort::attach("baseband_null7");
+    ASSERT_FALSE(port);
+    EXPECT_EQ(port.error(), "port baseband_null7: probed 'baseband_null7' but no ethdev port has that name")
+        << "attempt " << attempt;
+    EXPECT_NE(rte_eal_hotplug_remove("vdev", "baseband_null7"), 0) << "attempt " << attempt << ": left probed";
+  }
 }
 
 }  // namespace

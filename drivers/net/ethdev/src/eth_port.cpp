@@ -13,6 +13,16 @@ namespace {
 
 std::string err(const std::string& what, int rc) { return what + ": " + rte_strerror(rc < 0 ? -rc : rc); }
 
+// Remove the device named `name` that an attach probed (its driver made no ethdev port of that name: a device
+// of another class, or a PMD that names its ports otherwise), from whichever bus holds it, so that a failed
+// attach leaves nothing behind. (rte_devargs_parse would name the bus, but freeing what it allocates,
+// rte_devargs_reset, is still experimental in DPDK 22.11.)
+void remove_probed(const std::string& name) noexcept {
+  for (const char* bus : {"vdev", "pci", "auxiliary", "vmbus"}) {
+    if (rte_eal_hotplug_remove(bus, name.c_str()) == 0) return;
+  }
+}
+
 }  // namespace
 
 Expected<EthPort, std::string> EthPort::open(const PortSpec& spec) {
@@ -31,6 +41,9 @@ Expected<EthPort, std::string> EthPort::attach(const std::string& devargs) {
     if (rc < 0) return unexpected(err("port " + p.name_ + ": cannot probe '" + devargs + "'", rc));
     p.probed_by_us_ = true;
     if (rte_eth_dev_get_port_by_name(p.name_.c_str(), &p.id_) != 0) {
+      p.probed_by_us_ = false;
+      p.id_ = RTE_MAX_ETHPORTS;
+      remove_probed(p.name_);
       return unexpected("port " + p.name_ + ": probed '" + devargs + "' but no ethdev port has that name");
     }
   }
