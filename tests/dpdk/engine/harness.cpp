@@ -7,6 +7,7 @@
 #include <rte_ethdev.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -126,7 +127,14 @@ proto::FlowAddrs Workers::addrs(uint16_t rank, uint16_t server_udp_port) const {
 
 void Workers::send_frame(const std::vector<std::byte>& frame, uint16_t q, uint64_t ol_flags) {
   if (record != nullptr) record->push_back(frame);
+  // The server frees what it took back into this pool as it gets to it: a flood faster than a loaded server waits
+  // for mbufs to come back (as a NIC's ring would wait), and fails only when none does for seconds.
   rte_mbuf* m = rte_pktmbuf_alloc(pool_.get());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (m == nullptr && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+    m = rte_pktmbuf_alloc(pool_.get());
+  }
   ASSERT_NE(m, nullptr);
   m->ol_flags |= ol_flags;
   auto* p = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
