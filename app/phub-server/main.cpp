@@ -14,7 +14,11 @@
 #include "notify.hpp"
 #include "options.hpp"
 #include "phub/base/crash_report.hpp"
+#include "phub/base/numa_sysfs.hpp"
 #include "phub/config/load.hpp"
+#include "phub/config/machine_sockets.hpp"
+#include "phub/config/numa_placement.hpp"
+#include "phub/config/queue_map.hpp"
 #include "phub/ctl/counter_cache.hpp"
 #include "phub/ctl/prometheus.hpp"
 #include "phub/ctl/server.hpp"
@@ -70,23 +74,36 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> eal = opts->eal_args_set ? opts->eal_args : cfg->eal_args;
   for (const auto& a : opts->eal_extra) eal.push_back(a);
-  // The memory budget, before the EAL takes any: a config that cannot fit its reservation is refused here,
-  // with both numbers, and by --check.
-  auto reservation = phub::engine::reservation_from_eal_args(eal, phub::drivers::free_hugepage_bytes);
+  // The memory budget, before the EAL takes any, on each socket as the engine will place it (the sockets from
+  // sysfs): a config that cannot fit its reservation is refused here, with both numbers, and by --check.
+  const phub::NumaFacts machine = phub::read_numa_facts("/sys", phub::config::port_pci_addresses(*cfg));
+  auto sockets = phub::config::machine_sockets(*cfg, eal, machine);
+  if (!sockets) return fail("config refused: " + sockets.error());
+  auto placement = phub::config::place_memory(*cfg, phub::config::queue_map(*cfg), sockets->lcore_sockets,
+                                              sockets->port_sockets);
+  if (!placement) return fail("config refused: " + placement.error());
+  auto reservation = phub::engine::reservation_from_eal_args(eal, machine.free_hugepages);
   if (!reservation) return fail("config refused: " + reservation.error());
-  auto budget = phub::engine::memory_budget(*cfg, reservation->page_bytes);
+  auto budget = phub::engine::memory_budget(*cfg, *placement, reservation->page_bytes);
   if (!budget) return fail("config refused: " + budget.error());
   if (opts->print_boot_info) {  // what the machine needs: hugepages (the budget, jobs included), NICs
-    std::fputs(phub::server::boot_info_json(*cfg, eal, budget->total_bytes()).c_str(), stdout);
+    std::fputs(phub::server::boot_info_json(*cfg, eal, *budget, machine).c_str(), stdout);
     return 0;
   }
   const std::string refusal = phub::engine::budget_refusal(*budget, *reservation);
   if (opts->check) {
     // A reservation the EAL arguments do not fix is phub-boot's to make, after --check: reported, not refused.
     if (!refusal.empty() && reservation->fixed) return fail("config refused: " + refusal);
+    constexpr const char* kShort = ", short of it: phub-boot reserves the budget before the server starts";
     say("config ok: " + phub::config::describe(*cfg));
     say("memory: needs " + budget->describe() + "; the EAL will have " + reservation->describe() +
-        (refusal.empty() ? "" : ", short of it: phub-boot reserves the budget before the server starts"));
+        (budget->total_bytes() > reservation->bytes ? kShort : ""));
+    for (const auto& share : budget->sockets) {
+      const auto have = reservation->on_socket(share.socket);
+      const bool short_here = share.socket != phub::config::kAnySocket && have && share.total_bytes() > *have;
+      say("memory: " + phub::engine::describe_socket_share(share, *reservation) + (short_here ? kShort : ""));
+    }
+    say(sockets->describe(*cfg));
     return 0;
   }
   if (!refusal.empty()) return fail("config refused: " + refusal);

@@ -19,7 +19,8 @@ std::unique_ptr<CLI::App> make(Options& o) {
   app->add_flag("--check", o.check, "validate the config, print a summary, exit");
   app->add_flag("--print-config", o.print_config, "print the config as Lua with every default filled in and every secret redacted, exit");
   app->add_flag("--print-boot-info", o.print_boot_info,
-                "print the EAL arguments and port devices as JSON (for phub-boot), exit");
+                "print the EAL arguments, the memory budget (in all and by socket), the NUMA nodes and the port "
+                "devices as JSON (for phub-boot), exit");
   app->add_option_function<std::string>(
          "--eal",
          [&o](const std::string& args) {

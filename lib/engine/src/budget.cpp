@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <set>
 
 #include "admission.hpp"
 #include "phub/base/eal_args.hpp"
@@ -16,6 +17,7 @@
 #include "phub/config/queue_map.hpp"
 #include "phub/engine/lcore.hpp"
 #include "phub/engine/lcore_job.hpp"
+#include "phub/engine/memory.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::engine {
@@ -125,85 +127,204 @@ std::string MemoryBudget::describe() const {
   return out;
 }
 
-Expected<MemoryBudget, std::string> memory_budget(const config::Config& cfg, uint64_t page_bytes) {
+uint64_t MemoryBudget::Socket::total_bytes() const noexcept {
+  uint64_t t = 0;
+  for (const auto& i : items) t += i.bytes;
+  return t;
+}
+
+std::string MemoryBudget::Socket::describe() const {
+  std::string out = config::Placement::socket_name(socket) + " needs " + mib(total_bytes()) + ":";
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? " " : ", ") + items[i].what + " " + mib(items[i].bytes);
+  return out;
+}
+
+Expected<MemoryBudget, std::string> memory_budget(const config::Config& cfg, const config::Placement& placement,
+                                                  uint64_t page_bytes) {
+  const size_t nl = cfg.lcores.size(), np = cfg.ports.size();
+  if (placement.lcore_socket.size() != nl || placement.rx_pool_socket.size() != np ||
+      placement.tx_pool_set.size() != nl) {
+    return unexpected("memory budget: a placement of " + std::to_string(placement.lcore_socket.size()) +
+                      " lcores and " + std::to_string(placement.rx_pool_socket.size()) + " ports for a config of " +
+                      std::to_string(nl) + " lcores and " + std::to_string(np) + " ports");
+  }
   auto plans = plan_jobs(cfg, agg::select_kernels());
   if (!plans) {
     std::string all;
     for (const auto& e : plans.error()) all += (all.empty() ? "" : "; ") + e;
     return unexpected(all);
   }
-  MemoryBudget b;
-  std::vector<MbufPoolPlan> pools = {header_pool_plan(cfg), attach_pool_plan(cfg)};
-  for (size_t p = 0; p < cfg.ports.size(); ++p) pools.push_back(rx_pool_plan(cfg, p));
-  pools.push_back(copy_pool_plan(cfg));
-  uint64_t pool_bytes = 0;
-  for (const auto& p : pools) pool_bytes += mbuf_pool_bytes(p, page_bytes);
-  b.items.push_back({"mbuf pools (" + std::to_string(pools.size()) + " of " + std::to_string(cfg.limits.mbufs) +
-                         " mbufs, the copy pool counted)",
-                     pool_bytes});
+  // Every allocation with the socket the placement gives it, by kind; `label` names it in its socket's item.
+  enum Kind : size_t { kPools, kDescriptors, kRings, kLcoreState, kJobState, kEal, kKinds };
+  static constexpr const char* kKindName[kKinds] = {"mbuf pools",  "descriptor rings", "hand-off and request rings",
+                                                    "lcore state", "job state",        "EAL"};
+  struct Share {
+    int socket;
+    Kind kind;
+    std::string label;
+    uint64_t bytes;
+  };
+  std::vector<Share> shares;
 
-  const config::QueueMap queues = config::queue_map(cfg);
-  uint64_t descriptors = 0;
-  for (size_t p = 0; p < cfg.ports.size(); ++p) {
-    descriptors += static_cast<uint64_t>(cfg.ports[p].rx_desc) * queues.rx_queues(static_cast<uint16_t>(p)) +
-                   static_cast<uint64_t>(cfg.ports[p].tx_desc) * queues.tx_queues;
+  size_t pools = 0;
+  for (size_t p = 0; p < np; ++p, ++pools) {
+    shares.push_back({placement.rx_pool_socket[p], kPools, "rx " + cfg.ports[p].name,
+                      mbuf_pool_bytes(rx_pool_plan(cfg, p), page_bytes)});
   }
-  b.items.push_back({"descriptor rings", descriptors * kBytesPerDescriptor});
+  const uint64_t transmit_set = mbuf_pool_bytes(header_pool_plan(cfg), page_bytes) +
+                                mbuf_pool_bytes(attach_pool_plan(cfg), page_bytes) +
+                                mbuf_pool_bytes(copy_pool_plan(cfg), page_bytes);
+  for (const int socket : placement.tx_pool_sockets) {
+    shares.push_back({socket, kPools, "transmit set", transmit_set});
+    pools += 3;
+  }
 
-  const auto nl = static_cast<uint64_t>(cfg.lcores.size());
-  const uint64_t rings = nl * (nl > 0 ? nl - 1 : 0) * ring_bytes(cfg.limits.ring_entries) +
-                         2 * nl * ring_bytes(kRequestRingEntries) + rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(nl));
-  b.items.push_back({"hand-off and request rings", rings});
+  // A port's descriptor rings are on its socket, or where that is unknown on its RX pool's (EthPort::start).
+  const config::QueueMap queues = config::queue_map(cfg);
+  for (size_t p = 0; p < np; ++p) {
+    const uint64_t descriptors =
+        static_cast<uint64_t>(cfg.ports[p].rx_desc) * queues.rx_queues(static_cast<uint16_t>(p)) +
+        static_cast<uint64_t>(cfg.ports[p].tx_desc) * queues.tx_queues;
+    shares.push_back({placement.rx_pool_socket[p], kDescriptors, cfg.ports[p].name, descriptors * kBytesPerDescriptor});
+  }
+
+  // Each lcore's inbound hand-off rings (one from each other lcore) and its request and response rings are on
+  // its socket; the RCU state the lcores share is wherever the control thread's malloc puts it.
+  const auto nl64 = static_cast<uint64_t>(nl);
+  for (size_t i = 0; i < nl; ++i) {
+    shares.push_back({placement.lcore_socket[i], kRings, "",
+                      (nl64 - 1) * ring_bytes(cfg.limits.ring_entries) + 2 * ring_bytes(kRequestRingEntries)});
+  }
+  shares.push_back({config::kAnySocket, kRings, "RCU state", rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(nl))});
+
   // Each lcore's own object with its per-port transmit buffers and answer buckets, and its object per job
-  // (OnSocket: DPDK memory on the lcore's socket), each with the heap's element header.
+  // (OnSocket: DPDK memory on the lcore's socket), each with the heap's element header; and the job state
+  // it owns (its chunks' share of each job's formula: estimate_job_memory over its owner alone).
   constexpr uint64_t kHeapHeaderBytes = 128;
-  const uint64_t per_lcore = Lcore::object_bytes(cfg.ports.size()) + 3 * kHeapHeaderBytes;
-  b.items.push_back({"lcore state", nl * (per_lcore + plans->size() * (sizeof(LcoreJob) + kHeapHeaderBytes))});
-  uint64_t jobs = 0;
-  for (const auto& plan : *plans) jobs += plan->memory.data_plane();
-  b.items.push_back({"job state (" + std::to_string(plans->size()) + " jobs)", jobs});
-  b.items.push_back({"EAL", kEalBytes});
+  const uint64_t per_lcore = Lcore::object_bytes(np) + 3 * kHeapHeaderBytes;
+  for (size_t i = 0; i < nl; ++i) {
+    const int socket = placement.lcore_socket[i];
+    shares.push_back({socket, kLcoreState, "lcore " + std::to_string(cfg.lcores[i].id),
+                      per_lcore + plans->size() * (sizeof(LcoreJob) + kHeapHeaderBytes)});
+    uint64_t jobs = 0;
+    for (const auto& plan : *plans) {
+      jobs += estimate_job_memory(plan->math, plan->layout, static_cast<uint16_t>(plan->first_owner + i), 1)
+                  .data_plane();
+    }
+    shares.push_back({socket, kJobState, "", jobs});
+  }
+  shares.push_back({config::kAnySocket, kEal, "", kEalBytes});
+
+  MemoryBudget b;
+  std::vector<uint64_t> by_kind(kKinds, 0);
+  for (const auto& s : shares) by_kind[s.kind] += s.bytes;
+  b.items.push_back({std::string(kKindName[kPools]) + " (" + std::to_string(pools) + " of " +
+                         std::to_string(cfg.limits.mbufs) + " mbufs, the copy pool counted)",
+                     by_kind[kPools]});
+  for (size_t k = kDescriptors; k < kKinds; ++k) {
+    b.items.push_back({k == kJobState ? "job state (" + std::to_string(plans->size()) + " jobs)" : kKindName[k],
+                       by_kind[k]});
+  }
+  std::set<int> known;
+  bool anywhere = false;
+  for (const auto& s : shares) {
+    if (s.socket == config::kAnySocket) {
+      anywhere = true;
+    } else {
+      known.insert(s.socket);
+    }
+  }
+  std::vector<int> sockets(known.begin(), known.end());
+  if (anywhere) sockets.push_back(config::kAnySocket);
+  for (const int socket : sockets) {
+    MemoryBudget::Socket on{socket, {}};
+    for (size_t k = 0; k < kKinds; ++k) {
+      uint64_t bytes = 0;
+      std::string labels;
+      bool any = false;
+      for (const auto& s : shares) {
+        if (s.socket != socket || s.kind != k) continue;
+        any = true;
+        bytes += s.bytes;
+        if (!s.label.empty()) labels += (labels.empty() ? "" : ", ") + s.label;
+      }
+      if (any) on.items.push_back({kKindName[k] + (labels.empty() ? std::string() : " (" + labels + ")"), bytes});
+    }
+    b.sockets.push_back(std::move(on));
+  }
   return b;
 }
 
-Expected<Reservation, std::string> reservation_from_eal_args(
-    const std::vector<std::string>& eal_args, const std::function<std::optional<uint64_t>()>& free_hugepage_bytes) {
+Expected<Reservation, std::string> reservation_from_eal_args(const std::vector<std::string>& eal_args,
+                                                             const FreeHugepages& free) {
   constexpr uint64_t kMiB = 1ull << 20;
   const bool no_huge = std::find(eal_args.begin(), eal_args.end(), "--no-huge") != eal_args.end();
   if (auto socket_mem = eal_option_value(eal_args, {"--socket-mem"}); socket_mem && !no_huge) {
-    uint64_t total = 0;
+    Reservation r{0, true, kHugepageBytes, "--socket-mem " + *socket_mem, {}};
     std::string_view rest = *socket_mem;
-    while (true) {
+    for (int socket = 0;; ++socket) {
       const size_t comma = rest.find(',');
       const auto one = whole_mib(rest.substr(0, comma));
-      if (!one || total + *one * kMiB > kMaxMib * kMiB) {
+      if (!one || r.bytes + *one * kMiB > kMaxMib * kMiB) {
         return unexpected("eal_args: --socket-mem '" + *socket_mem + "' is not a list of MiB per socket (at most " +
                           std::to_string(kMaxMib) + " MiB in all)");
       }
-      total += *one * kMiB;
+      r.bytes += *one * kMiB;
+      r.socket_bytes[socket] = *one * kMiB;
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
-    return Reservation{total, true, kHugepageBytes, "--socket-mem " + *socket_mem};
+    return r;
   }
   if (auto m = eal_option_value(eal_args, {"-m"})) {
     const auto v = whole_mib(*m);
     if (!v) return unexpected("eal_args: -m '" + *m + "' is not a number of MiB (at most " + std::to_string(kMaxMib) + ")");
-    return Reservation{*v * kMiB, true, no_huge ? kSmallPageBytes : kHugepageBytes, (no_huge ? "--no-huge -m " : "-m ") + *m};
+    return Reservation{*v * kMiB, true, no_huge ? kSmallPageBytes : kHugepageBytes,
+                       (no_huge ? "--no-huge -m " : "-m ") + *m, {}};
   }
   // rte_eal_init's memory without hugepages and without -m (MEMSIZE_IF_NO_HUGE_PAGE).
-  if (no_huge) return Reservation{64 * kMiB, true, kSmallPageBytes, "--no-huge without -m: the EAL's default"};
-  const auto free_bytes = free_hugepage_bytes ? free_hugepage_bytes() : std::nullopt;
-  return Reservation{free_bytes.value_or(0), false, kHugepageBytes, free_bytes ? "the free hugepages now, no --socket-mem or -m"
-                                                        : "no hugepages on this machine, and no --socket-mem or -m"};
+  if (no_huge) return Reservation{64 * kMiB, true, kSmallPageBytes, "--no-huge without -m: the EAL's default", {}};
+  if (!free.total_bytes) {
+    return Reservation{0, false, kHugepageBytes, "no hugepages on this machine, and no --socket-mem or -m", {}};
+  }
+  return Reservation{*free.total_bytes, false, kHugepageBytes,
+                     free.node_bytes.empty() ? "the free hugepages now, no --socket-mem or -m"
+                                             : "the free hugepages of each node now, no --socket-mem or -m",
+                     free.node_bytes};
 }
 
 std::string Reservation::describe() const { return mib(bytes) + " (" + source + ")"; }
 
+std::optional<uint64_t> Reservation::on_socket(int socket) const {
+  if (socket_bytes.empty()) return std::nullopt;
+  const auto at = socket_bytes.find(socket);
+  return at == socket_bytes.end() ? 0 : at->second;
+}
+
+std::string describe_socket_share(const MemoryBudget::Socket& share, const Reservation& reservation) {
+  const auto have = share.socket == config::kAnySocket ? std::nullopt : reservation.on_socket(share.socket);
+  if (!have) {
+    const std::string why = share.socket == config::kAnySocket ? "its socket unknown before the start"
+                                                                : "not split by socket: " + reservation.source;
+    return share.describe() + "; from the EAL's memory of any socket (" + why + "), in the total";
+  }
+  return share.describe() + "; the EAL will have " + mib(*have) + " there";
+}
+
 std::string budget_refusal(const MemoryBudget& budget, const Reservation& reservation) {
-  if (budget.total_bytes() <= reservation.bytes) return {};
-  return "memory: the config needs " + budget.describe() + "; the EAL will have " + reservation.describe() +
-         ": reserve more (eal_args), or lower limits.mbufs or the jobs' sizes";
+  constexpr std::string_view kAdvice = ": reserve more (eal_args), or lower limits.mbufs or the jobs' sizes";
+  std::string out;
+  for (const auto& share : budget.sockets) {
+    const auto have = share.socket == config::kAnySocket ? std::nullopt : reservation.on_socket(share.socket);
+    if (!have || share.total_bytes() <= *have) continue;
+    out += (out.empty() ? "" : "\n") + std::string("memory: ") + share.describe() + "; the EAL will have " +
+           mib(*have) + " there (" + reservation.source + ")" + std::string(kAdvice);
+  }
+  if (budget.total_bytes() > reservation.bytes) {
+    out += (out.empty() ? "" : "\n") + std::string("memory: the config needs ") + budget.describe() +
+           "; the EAL will have " + reservation.describe() + std::string(kAdvice);
+  }
+  return out;
 }
 
 }  // namespace phub::engine

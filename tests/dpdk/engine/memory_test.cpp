@@ -107,12 +107,13 @@ TEST(ServerBudget, CoversWhatTheEngineTakes) {
   auto cfg = make_config(link.server_name(), 2, {make_job(1, 4, {1'000'000, 4096}), make_job(2, 2, {300'000})});
   cfg.jobs[1].port_base = 42000;
   cfg.limits.mbufs = 4095;
-  auto budget = engine::memory_budget(cfg, kPageBytes);
-  ASSERT_TRUE(budget.has_value()) << budget.error();
   const uint64_t before = heap_allocated();
   auto e = engine::Engine::create(cfg);
   ASSERT_TRUE(e.has_value()) << e.error();
   const uint64_t used = heap_allocated() - before;
+  // The budget of the engine's own placement (pure: it takes nothing from the heap).
+  auto budget = engine::memory_budget(cfg, (*e)->placement(), kPageBytes);
+  ASSERT_TRUE(budget.has_value()) << budget.error();
   // The budget counts the copy pool always; the engine makes it only for a port that cannot send chains.
   const bool chains = (*e)->ports()[0]->tx_multi_seg();
   const uint64_t copy_pool = chains ? engine::mbuf_pool_bytes(engine::copy_pool_plan(cfg), kPageBytes) : 0;

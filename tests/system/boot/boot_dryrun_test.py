@@ -112,10 +112,13 @@ def main():
              ], ["phub-boot: hugepages: 500 x 2M on any node for 1000 MiB (-m 1000)",
                  "phub-boot: port virt0: 'net_ring0' is not a PCI address (a virtual device): nothing to bind"])
 
-        odd = config("odd.lua", "--socket-mem=0,1500 --huge-dir=/mnt/huge")
-        case("--socket-mem=0,1500 rounds up to whole 1G pages on node 1 only; --no-bind binds nothing",
+        # Lcore 1 runs on CPU 1 (no -l or --lcores), on socket 0 here: node 0 needs its share of the budget.
+        odd = config("odd.lua", "--socket-mem=200,0,1500 --huge-dir=/mnt/huge")
+        case("--socket-mem=200,0,1500 rounds up to whole 1G pages on nodes 0 and 2, none on node 1; --no-bind binds "
+             "nothing",
              ["--config", odd, "--page-size", "1G", "--no-bind", "--dry-run"], 0, [
-                 "dpdk-hugepages.py --pagesize 1G --node 1 --reserve 2048M",
+                 "dpdk-hugepages.py --pagesize 1G --node 0 --reserve 1024M",
+                 "dpdk-hugepages.py --pagesize 1G --node 2 --reserve 2048M",
                  "mkdir -p /mnt/huge",
                  "dpdk-hugepages.py --pagesize 1G --mount --directory /mnt/huge",
              ], ["phub-boot: port fast0: PCI 0000:3b:00.1: left on its driver (--no-bind)"])
@@ -147,6 +150,55 @@ def main():
              want_lines=["phub-boot: dry run: nothing was changed"], user="65534")
         case("the real mode refuses without root, before reading the config",
              ["--config", rack, "--page-size", "1G"], 1, [], want_err="must run as root", user="65534")
+
+        # A two-node machine, as --print-boot-info reports one: a stand-in server prints its JSON (this machine has
+        # one node). 100.5 MiB on socket 0, 40 MiB on socket 1, 16.5 MiB that may land on either.
+        def two_node_server(name, eal):
+            path = os.path.join(tmp, name)
+            info = {"eal_args": eal, "memory_bytes": (100 * 1024 + 512 + 40 * 1024 + 16 * 1024 + 512) * 1024,
+                    "memory_sockets": [{"socket": -1, "bytes": (16 * 1024 + 512) * 1024},
+                                       {"socket": 0, "bytes": (100 * 1024 + 512) * 1024},
+                                       {"socket": 1, "bytes": 40 * 1024 * 1024}],
+                    "numa_nodes": [0, 1], "ports": []}
+            with open(path, "w") as f:
+                f.write(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(info)}\nEOF\n")
+            os.chmod(path, 0o755)
+            return path
+
+        servers = []
+
+        def two_node_case(name, eal, argv, want_rc, want_planned=None, want_lines=(), want_err=None):
+            servers.append(name)
+            done, planned = run_boot(args.boot, two_node_server(f"server{len(servers)}", eal), env, *argv)
+            detail = f"rc={done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}\nplanned {planned}"
+            ok = done.returncode == want_rc and (want_planned is None or planned == want_planned)
+            ok = ok and all(line in done.stdout.splitlines() for line in want_lines)
+            check(name, ok and (want_err is None or want_err in done.stderr), detail)
+
+        two_node_case("two nodes, no reservation fixed: each socket's share on its node, the rest on node 0",
+                      ["--file-prefix", "t"], ["--page-size", "2M", "--dry-run"], 0, [
+                          "dpdk-hugepages.py --pagesize 2M --node 0 --reserve 118M",
+                          "dpdk-hugepages.py --pagesize 2M --node 1 --reserve 40M",
+                          "dpdk-hugepages.py --pagesize 2M --mount --directory /dev/hugepages",
+                      ], ["phub-boot: memory: the config needs 157 MiB (socket 0 101 MiB, socket 1 40 MiB, any "
+                          "socket 17 MiB; phub-server --check says what for)",
+                          "phub-boot: hugepages: 59 x 2M on node 0 for 117 MiB (the server's memory budget by socket "
+                          "(phub-server --check))",
+                          "phub-boot: hugepages: 20 x 2M on node 1 for 40 MiB (the server's memory budget by socket "
+                          "(phub-server --check))"])
+        two_node_case("two nodes, --socket-mem short on socket 0 while its total is enough: refused, with both",
+                      ["--socket-mem", "64,1024", "--file-prefix", "t"], ["--page-size", "2M", "--dry-run"], 1, [],
+                      want_err="--socket-mem 64,1024 gives the EAL 64 MiB on socket 0, and the config needs 101 MiB "
+                               "there")
+        two_node_case("two nodes, --socket-mem naming socket 0 alone: socket 1 gets none, refused",
+                      ["--socket-mem", "1024", "--file-prefix", "t"], ["--page-size", "2M", "--dry-run"], 1, [],
+                      want_err="--socket-mem 1024 gives the EAL 0 MiB on socket 1, and the config needs 40 MiB there")
+        two_node_case("two nodes, --socket-mem with room on each socket: as it says",
+                      ["--socket-mem", "128,64", "--file-prefix", "t"], ["--page-size", "2M", "--dry-run"], 0, [
+                          "dpdk-hugepages.py --pagesize 2M --node 0 --reserve 128M",
+                          "dpdk-hugepages.py --pagesize 2M --node 1 --reserve 64M",
+                          "dpdk-hugepages.py --pagesize 2M --mount --directory /dev/hugepages",
+                      ])
 
         made = open(calls).read() if os.path.exists(calls) else ""
         check("no tool was run by any of these", made == "", made)

@@ -113,6 +113,34 @@ def main():
                   f"rc={done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{err}")
         check("the refused start started no EAL", not os.path.exists("/var/run/dpdk/phub-budget-test"))
 
+        # By socket: lcore 1 on CPU 0, so on socket 0 (sysfs), and the port's pool with it. --socket-mem 1,4096
+        # gives far more than the budget in all, and 1 MiB on socket 0.
+        socket_short = config("socket0_short.lua", "--socket-mem 1,4096 --lcores 1@0 --file-prefix phub-budget-test", 1)
+        for how, cmd in (("--check", [args.server, "--check", "--config", socket_short]),
+                         ("a start", [args.server, "--config", socket_short])):
+            done = run(cmd)
+            err = done.stderr
+            numbers = re.search(r"memory: socket 0 needs ([0-9.]+) MiB: mbuf pools \(rx p0, transmit set\) .*; the EAL "
+                                r"will have 1\.0 MiB there \(--socket-mem 1,4096\)", err)
+            ok = (done.returncode == 1 and numbers is not None and float(numbers.group(1)) > 1 and
+                  "the config needs" not in err)
+            check(f"--socket-mem 1,4096, its socket 0 short and its total enough: {how} refuses, naming socket 0 "
+                  "and both numbers", ok, f"rc={done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{err}")
+        check("the start refused by socket started no EAL", not os.path.exists("/var/run/dpdk/phub-budget-test"))
+        socket_ok = config("socket0_ok.lua", "--socket-mem 4096 --lcores 1@0 --file-prefix phub-budget-test", 1)
+        done = run([args.server, "--check", "--config", socket_ok])
+        lines = done.stdout.splitlines()
+        ok = (done.returncode == 0 and NEEDS.search(done.stdout) is not None and
+              any(re.fullmatch(r"phub: memory: socket 0 needs [0-9.]+ MiB: .*; the EAL will have 4096\.0 MiB there", l)
+                  for l in lines) and
+              any(l.startswith("phub: memory: socket any needs ") and l.endswith(
+                  "; from the EAL's memory of any socket (its socket unknown before the start), in the total")
+                  for l in lines) and
+              "phub: memory: sockets (sysfs): lcore 1 on socket 0 (cpu 0); port p0 on socket any (a virtual device)"
+              in lines)
+        check("--socket-mem 4096 with lcore 1 on CPU 0: --check prints the share of socket 0 and of any socket",
+              ok, done.stdout + done.stderr)
+
         short = config("short.lua", "-m 32 --file-prefix t", 1)
         short_need = budget_mib(short)  # on hugepages: less than on --no-huge's 4 KiB pages, still over 32 MiB
         done = run([args.boot, "--server", args.server, "--config", short, "--page-size", "2M", "--dry-run"])

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,6 +86,73 @@ TEST(EalArgs, OptionValueInEverySpelling) {
   EXPECT_EQ(eal_option_value(args, {"--huge-dir"}), std::nullopt);
   EXPECT_EQ(eal_option_value({"-m"}, {"-m"}), std::nullopt);  // no value after it
   EXPECT_EQ(eal_option_value({"--socket-memory=5"}, {"--socket-mem"}), std::nullopt);
+}
+
+TEST(EalArgs, OptionValuesInOrder) {
+  EXPECT_EQ(eal_option_values({"-l", "0", "--lcores=1@2", "-l3"}, {"-l", "--lcores"}), (Args{"0", "1@2", "3"}));
+  EXPECT_EQ(eal_option_values({"--no-huge"}, {"-l"}), Args{});
+}
+
+using Cpus = std::vector<unsigned>;
+
+TEST(CpuList, RangesAndSingles) {
+  EXPECT_EQ(parse_cpu_list("0-3,8,10-11"), (Cpus{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parse_cpu_list("5"), (Cpus{5}));
+  EXPECT_EQ(parse_cpu_list("3-1,2"), (Cpus{1, 2, 3}));  // downwards, and each once
+  EXPECT_EQ(parse_cpu_list("1023"), (Cpus{1023}));
+  for (const char* bad : {"", ",", "1,", "a", "1-", "-1", "1--2", "1024", "0-1024", " 1", "1 ", "0x1", "+1"}) {
+    EXPECT_EQ(parse_cpu_list(bad), std::nullopt) << bad;
+  }
+}
+
+using LcoreCpus = std::map<unsigned, std::vector<unsigned>>;
+
+LcoreCpus mapped(const Args& args) {
+  auto m = lcore_cpus(args);
+  if (!m || !*m) {
+    ADD_FAILURE() << (m ? "no lcores named" : m.error());
+    return {};
+  }
+  return **m;
+}
+
+TEST(LcoreCpus, ListAndMaskRunLcoreIOnCpuI) {
+  EXPECT_EQ(mapped({"-l", "0-2,5"}), (LcoreCpus{{0, {0}}, {1, {1}}, {2, {2}}, {5, {5}}}));
+  EXPECT_EQ(mapped({"-l1,3"}), (LcoreCpus{{1, {1}}, {3, {3}}}));
+  EXPECT_EQ(mapped({"-c", "0x13"}), (LcoreCpus{{0, {0}}, {1, {1}}, {4, {4}}}));
+  EXPECT_EQ(mapped({"-c", "A0"}), (LcoreCpus{{5, {5}}, {7, {7}}}));
+}
+
+TEST(LcoreCpus, LcoresMapsAsTheEalDoes) {
+  // The EAL guide's example: a group without @ runs each of its lcores on all of its CPUs, a range each on its own.
+  EXPECT_EQ(mapped({"--lcores", "1,2@(5-7),(3-5)@(0,2),(0,6),7-8"}),
+            (LcoreCpus{{0, {0, 6}}, {1, {1}}, {2, {5, 6, 7}}, {3, {0, 2}}, {4, {0, 2}}, {5, {0, 2}}, {6, {0, 6}},
+                       {7, {7}}, {8, {8}}}));
+  EXPECT_EQ(mapped({"--lcores=(0-2)@1"}), (LcoreCpus{{0, {1}}, {1, {1}}, {2, {1}}}));
+  EXPECT_EQ(mapped({"--lcores", "(0-2)@(0,1)"}), (LcoreCpus{{0, {0, 1}}, {1, {0, 1}}, {2, {0, 1}}}));
+  EXPECT_EQ(mapped({"--lcores", "0@0,1@2,2@3"}), (LcoreCpus{{0, {0}}, {1, {2}}, {2, {3}}}));
+  EXPECT_EQ(mapped({"--lcores", "4@2-3"}), (LcoreCpus{{4, {2, 3}}}));
+  EXPECT_EQ(mapped({"--lcores", "1@2,1@3"}), (LcoreCpus{{1, {3}}}));  // the later element wins
+}
+
+TEST(LcoreCpus, NoneNamedMeansEveryCpu) {
+  auto m = lcore_cpus({"--no-huge", "-m", "512", "--log-level", "lib.eal:warning"});
+  ASSERT_TRUE(m.has_value()) << m.error();
+  EXPECT_EQ(*m, std::nullopt);
+}
+
+TEST(LcoreCpus, WrongValuesAndTwoOptionsAreRefused) {
+  for (const Args& args : {Args{"-l", "0-x"}, Args{"-c", "0xg"}, Args{"-c", ""}, Args{"--lcores", "1@"},
+                           Args{"--lcores", "(1,2"}, Args{"--lcores", "1,,2"}, Args{"--lcores", "((1))"},
+                           Args{"--lcores", "1@(2)3"}, Args{"--lcores", "2000"}}) {
+    auto m = lcore_cpus(args);
+    ASSERT_FALSE(m.has_value()) << args[0] << " " << args[1];
+    EXPECT_NE(m.error().find("eal_args: " + args[0] + " '" + args[1] + "'"), std::string::npos) << m.error();
+  }
+  auto two = lcore_cpus({"-l", "0-1", "--lcores", "0@0"});
+  ASSERT_FALSE(two.has_value());
+  EXPECT_NE(two.error().find("only one of them"), std::string::npos) << two.error();
+  EXPECT_FALSE(lcore_cpus({"-l", "0", "-l", "1"}).has_value());
 }
 
 }  // namespace

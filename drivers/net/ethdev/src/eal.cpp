@@ -8,8 +8,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "phub/drivers/runtime_dir.hpp"
@@ -78,24 +76,6 @@ Eal::~Eal() {
   rte_eal_cleanup();
   if (own_prefix_.empty()) return;
   if (auto removed = remove_runtime_dir(own_prefix_); !removed) std::fprintf(stderr, "%s\n", removed.error().c_str());
-}
-
-std::optional<uint64_t> free_hugepage_bytes() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::directory_iterator it("/sys/kernel/mm/hugepages", ec);
-  if (ec) return std::nullopt;
-  uint64_t total = 0;
-  for (const auto& entry : it) {
-    // hugepages-2048kB/free_hugepages
-    const std::string name = entry.path().filename().string();
-    unsigned long long kib = 0;
-    if (std::sscanf(name.c_str(), "hugepages-%llukB", &kib) != 1) continue;
-    std::ifstream in(entry.path() / "free_hugepages");
-    unsigned long long pages = 0;
-    if (in >> pages) total += pages * kib * 1024;
-  }
-  return total;
 }
 
 }  // namespace phub::drivers

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "phub/base/expected.hpp"
 
 namespace phub {
 
@@ -21,6 +24,24 @@ void add_file_prefix(std::vector<std::string>& args, std::string_view stem);
 // "--name=V", a short one as "-m V" or "-mV". None if no name is there.
 [[nodiscard]] std::optional<std::string> eal_option_value(const std::vector<std::string>& args,
                                                           std::initializer_list<std::string_view> names);
+// Every value of `names` in `args`, in order, read as eal_option_value reads one.
+[[nodiscard]] std::vector<std::string> eal_option_values(const std::vector<std::string>& args,
+                                                         std::initializer_list<std::string_view> names);
+
+// The highest CPU or lcore number a list may name: CPU_SETSIZE - 1 (the EAL's cpusets hold no more).
+inline constexpr unsigned kMaxCpu = 1023;
+// "0-3,8,10-11" -> {0, 1, 2, 3, 8, 10, 11}: a CPU list as -l takes one and sysfs's cpulist files write one
+// (a range may run downwards, as the EAL reads it); sorted, each once. None for anything else, or a
+// number above kMaxCpu.
+[[nodiscard]] std::optional<std::vector<unsigned>> parse_cpu_list(std::string_view text);
+
+// The CPUs each lcore runs on, as rte_eal_init maps them from the one of -l, -c and --lcores that `args` give:
+// lcore id -> its CPUs, sorted. -l 0-3 and -c 0xf run lcore i on CPU i; --lcores 1@2,(3-4)@(5,6),7-8,(9,10)
+// runs lcore 1 on CPU 2, lcores 3 and 4 each on CPUs 5 and 6, lcores 7 and 8 each on its own CPU, and lcores 9
+// and 10 each on CPUs 9 and 10. None where `args` give none of them: the EAL then runs lcore i on CPU i for
+// every CPU of the machine. Two of them, or a value the EAL would not take, is an error naming it.
+[[nodiscard]] Expected<std::optional<std::map<unsigned, std::vector<unsigned>>>, std::string> lcore_cpus(
+    const std::vector<std::string>& args);
 // The --file-prefix that `args` name ("--file-prefix=P" or "--file-prefix" "P"; the last one wins, as in the
 // EAL); none if they name none (the EAL then uses "rte", a prefix no phub program made for itself).
 [[nodiscard]] std::optional<std::string> file_prefix_of(const std::vector<std::string>& args);

@@ -51,10 +51,6 @@ class Eal {
 // spin keeps the lcore it waits for off a CPU the two share, and neither ever ends.
 int wait_lcore(unsigned lcore_id);
 
-// Bytes of the hugepages free now, of every page size, from /sys/kernel/mm/hugepages; nullopt where the
-// kernel has no hugepages. What the EAL may take when no --socket-mem or -m fixes its memory.
-[[nodiscard]] std::optional<uint64_t> free_hugepage_bytes();
-
 // Whether no other enabled lcore (the main lcore included) may run on any CPU of `lcore_id`.
 [[nodiscard]] bool lcore_has_cpus_of_its_own(unsigned lcore_id);
 
