@@ -90,6 +90,12 @@ GateVerdict gate_job_packet(const GatePacket& p, const JobPlan& plan, uint64_t n
   GateVerdict v;
   v.drop = authenticate(p, plan, now_tsc, site, v);
   if (v.passed()) v.drop = admissible(p, plan);
+  // The answer claims nothing and names only the port's address, after the same checks as a hand-off.
+  if (v.passed() && !site.owner && site.owner_home_ipv4 != 0 && plan.cfg.interface_map &&
+      p.hdr.opcode == proto::Opcode::join && (p.hdr.flags & proto::flag::follows_map) != 0) {
+    v.answer = GateAnswer::redirect;
+    v.redirect_ipv4 = site.owner_home_ipv4;
+  }
   return v;
 }
 

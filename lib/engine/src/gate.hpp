@@ -25,12 +25,23 @@ struct GatePacket {
   uint32_t src_ipv4 = 0;            // host order
 };
 
-// What the gate decided. A packet that passed reaches the handler of its opcode; one that did not is
-// dropped for `drop`, counted against the job.
+// What the gate answers itself, for a packet that passed, instead of passing it on to the owner's handler.
+enum class GateAnswer : uint8_t {
+  none,
+  // A join for another lcore, in a job with the chunk-to-interface map, that reached another port than that
+  // lcore's home, from a worker that follows the map (flag follows_map): answered where it arrived with the
+  // home's address (a joined with session_option::redirect) instead of handed over.
+  redirect,
+};
+
+// What the gate decided. A packet that passed reaches the handler of its opcode, or is answered as `answer`
+// says; one that did not is dropped for `drop`, counted against the job.
 struct GateVerdict {
   Drop drop = Drop::count_;      // the reason; count_: passed
   bool previous_key = false;     // its tag (or a join's handshake) is the job's previous secret's (a rotation)
   proto::JoinPayload join{};     // a join's payload, checked
+  GateAnswer answer = GateAnswer::none;
+  uint32_t redirect_ipv4 = 0;    // answer redirect: the address to join (host order)
   [[nodiscard]] bool passed() const noexcept { return drop == Drop::count_; }
 };
 
@@ -38,6 +49,9 @@ struct GateVerdict {
 struct GateSite {
   bool owner = true;                          // on the lcore that owns the packet's chunks
   const SessionBoard* owner_board = nullptr;  // elsewhere (sessions mode): the owner's session board of the job
+  // Elsewhere, in a job with the chunk-to-interface map: the address of the owner's home port when the frame
+  // reached another port (0: it reached the home, or the job has no map).
+  uint32_t owner_home_ipv4 = 0;
 };
 
 // The verdict on `p`, whose header names the job of `plan`, at `now_tsc` (a rotated secret's previous key

@@ -179,7 +179,7 @@ void Lcore::route_frame(Rx& rx, rte_mbuf* m, uint16_t port, const Snapshot& s, b
   if (timing_) stage_parsed_ = rte_rdtsc();
   // From here on the UDP port names the job: drops are counted against it.
   if (!pass_gate(rx, s, job_index, owner, from_ring)) return rte_pktmbuf_free(m);
-  if (!mine && redirects_join(rx, *s.jobs[job_index], owner)) return redirect_join(m, rx, s, job_index, owner);
+  if (rx.redirect_ipv4 != 0) return redirect_join(m, rx, s, job_index);
   if (!mine) return hand_off(m, s, job_index, owner, pi.port_id, rx.previous_key);
   if (timing_) stage_gated_ = rte_rdtsc();
   if (rx.port != r_.home_ports[r_.index] && s.jobs[job_index]->cfg.interface_map && chunk_message(rx.hdr.opcode)) {
@@ -194,6 +194,7 @@ bool Lcore::pass_gate(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t ow
   LcoreJob& lj = *s.lcore_jobs[r_.index][job_index];
   rx.credited = nullptr;
   rx.session = nullptr;
+  rx.redirect_ipv4 = 0;
   if (from_ring) {
     const HandoffStamp st = stamp_of(rx.m);
     if (st.generation == static_cast<uint8_t>(s.generation)) {
@@ -210,7 +211,12 @@ bool Lcore::pass_gate(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t ow
     }
   }
   GateSite site;
-  if (owner != r_.index) site = GateSite{.owner = false, .owner_board = s.lcore_jobs[owner][job_index]->session_board.get()};
+  if (owner != r_.index) {
+    const uint16_t home = owner < r_.home_ports.size() ? r_.home_ports[owner] : rx.port;
+    site = GateSite{.owner = false,
+                    .owner_board = s.lcore_jobs[owner][job_index]->session_board.get(),
+                    .owner_home_ipv4 = s.jobs[job_index]->cfg.interface_map && home != rx.port ? s.ports[home].ipv4 : 0};
+  }
   const GateVerdict v = gate_packet(GatePacket{rx.hdr, rx.msg, rx.ip.src}, *s.jobs[job_index], now_tsc_, site,
                                     [&s](uint32_t id) { return s.job_by_id(id) >= 0; });
   if (!v.passed()) {
@@ -219,15 +225,11 @@ bool Lcore::pass_gate(Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t ow
   }
   rx.previous_key = v.previous_key;
   rx.join = v.join;
+  if (v.answer == GateAnswer::redirect) rx.redirect_ipv4 = v.redirect_ipv4;
   return true;
 }
 
-bool Lcore::redirects_join(const Rx& rx, const JobPlan& plan, uint16_t owner) const noexcept {
-  return rx.hdr.opcode == proto::Opcode::join && (rx.hdr.flags & proto::flag::follows_map) != 0 &&
-         plan.cfg.interface_map && owner < r_.home_ports.size() && r_.home_ports[owner] != rx.port;
-}
-
-void Lcore::redirect_join(rte_mbuf* m, const Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner) noexcept {
+void Lcore::redirect_join(rte_mbuf* m, const Rx& rx, const Snapshot& s, uint16_t job_index) noexcept {
   // Past the gate: the join's tag (a job with a secret) and source are checked. The answer names the owner's
   // home address and nothing of the owner's state, comes from the port the join was sent to (the owner's
   // UDP port at this address, which the worker knows it by), is as long as the join, and is charged to this
@@ -249,7 +251,7 @@ void Lcore::redirect_join(rte_mbuf* m, const Rx& rx, const Snapshot& s, uint16_t
   a.job_id = plan.cfg.id;
   a.rank = rx.hdr.rank;
   a.epoch = rx.hdr.epoch;
-  a.chunk_id = s.ports[r_.home_ports[owner]].ipv4;
+  a.chunk_id = rx.redirect_ipv4;
   if (send_joined(rx, plan, lj, a, jp)) bump(lj.counters.joins_redirected);
   take();
   rte_pktmbuf_free(m);

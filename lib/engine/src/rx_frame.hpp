@@ -26,6 +26,7 @@ struct Lcore::Rx {
   // only learn of a new epoch); answers to the packet are sealed under it and go to its address.
   PeerSession* session = nullptr;
   proto::JoinPayload join{};            // a join's payload (checked): the worker's nonce, a confirm's challenge
+  uint32_t redirect_ipv4 = 0;           // the gate answers the join with a redirect there (GateAnswer::redirect)
   std::span<const std::byte> msg;      // the UDP payload: phub header + payload
   std::span<const std::byte> payload;  // elements
 };

@@ -297,6 +297,47 @@ TEST(Gate, AHubTakesItsRacksRanksAndTheForwardsOfPeerHubs) {
   EXPECT_EQ(gate(plan, unsigned_fwd).drop, Drop::bad_tag);
 }
 
+TEST(Gate, AJoinThatFollowsTheMapIsAnsweredWithARedirectWhereItArrived) {
+  config::Job j = job("s3cret-of-sixteen-bytes", true);
+  j.interface_map = true;
+  const JobPlan plan = plan_of(j);
+  const uint32_t home = 0xc6120101;  // 198.18.1.1: the owner's home port
+  auto flagged = [&](uint16_t flags) {
+    Packet p = join(1);
+    p.h.flags = flags;
+    p.write();
+    proto::seal_handshake(plan.handshake_key, p.wire(), p.payload());
+    return p;
+  };
+  const At elsewhere{.site = GateSite{.owner = false, .owner_home_ipv4 = home}};
+  Packet p = flagged(proto::flag::follows_map);
+  GateVerdict v = gate(plan, p, elsewhere);
+  ASSERT_TRUE(v.passed());
+  EXPECT_EQ(v.answer, GateAnswer::redirect);
+  EXPECT_EQ(v.redirect_ipv4, home);
+  EXPECT_EQ(v.join.worker_nonce[0], std::byte{0x5a});
+  // No redirect: without the flag, at the owner, at the owner's home port, in a job without the map.
+  Packet plain = flagged(0);
+  EXPECT_EQ(gate(plan, plain, elsewhere).answer, GateAnswer::none);
+  EXPECT_EQ(gate(plan, p, At{.site = GateSite{.owner = true, .owner_home_ipv4 = home}}).answer, GateAnswer::none);
+  EXPECT_EQ(gate(plan, p, At{.site = GateSite{.owner = false}}).answer, GateAnswer::none);
+  config::Job no_map = j;
+  no_map.interface_map = false;
+  EXPECT_EQ(gate(plan_of(no_map), p, elsewhere).answer, GateAnswer::none);
+  // The checks come first: a join without the handshake's tag, or from a source the job refuses, is dropped.
+  Packet forged = join(1);
+  forged.h.flags = proto::flag::follows_map;
+  forged.write();
+  v = gate(plan, forged, elsewhere);
+  EXPECT_EQ(v.drop, Drop::bad_tag);
+  EXPECT_EQ(v.answer, GateAnswer::none);
+  config::Job pinned = j;
+  pinned.allowed_sources = {{0x0a000000, 8}};
+  v = gate(plan_of(pinned), p, elsewhere);
+  EXPECT_EQ(v.drop, Drop::source_not_allowed);
+  EXPECT_EQ(v.answer, GateAnswer::none);
+}
+
 // Declared last: gtest runs a file's tests in order (this one needs the whole file run, unfiltered).
 TEST(Gate, TheCasesAboveReachEveryReasonTheGateDropsFor) {
   const std::set<Drop> reasons = {Drop::unknown_job, Drop::job_port_mismatch, Drop::bad_tag,

@@ -118,11 +118,10 @@ class Lcore : public OnSocket {  // built with new (its socket) Lcore(...)
   // Enqueue a frame of job `job_index` that passed the gate for lcore `owner`, within the job's share of the
   // slots (else counted handoff_share_full against the job and freed), stamped with the gate's verdict; the
   // owner gives the slot back as it dequeues.
-  // A join for lcore `owner` that reached this lcore at another port than owner's home, in a job with the
-  // chunk-to-interface map, from a worker that follows it: answered here with a redirect to the home's address
-  // (session_option::redirect) instead of a hand-off (rx.cpp).
-  [[nodiscard]] bool redirects_join(const Rx& rx, const JobPlan& plan, uint16_t owner) const noexcept;
-  void redirect_join(rte_mbuf* m, const Rx& rx, const Snapshot& s, uint16_t job_index, uint16_t owner) noexcept;
+  // The gate's answer to a join for another lcore that reached this one at another port than that lcore's
+  // home (GateAnswer::redirect): a joined naming the home's address (session_option::redirect), sent here
+  // instead of a hand-off.
+  void redirect_join(rte_mbuf* m, const Rx& rx, const Snapshot& s, uint16_t job_index) noexcept;
   void hand_off(rte_mbuf* m, const Snapshot& s, uint16_t job_index, uint16_t owner, uint16_t port_id,
                 bool previous_key) noexcept;
   void give_back_handoff_slot(const rte_mbuf* m, const Snapshot& s) noexcept;
