@@ -6,6 +6,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -28,7 +29,18 @@ Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenCon
   const Target& t = cfg.target;
   if (t.jobs.empty()) return unexpected(std::string("no jobs to emulate"));
   const int socket = static_cast<int>(rte_socket_id()) < 0 ? 0 : static_cast<int>(rte_socket_id());
-  const uint16_t queues = cfg.port.queues != 0 ? cfg.port.queues : t.server_lcores;
+  auto driven = driven_owners(t.owners, t.server_lcores);
+  if (!driven) return unexpected(driven.error());
+  // The k-th server lcore driven is sent to on TX queue k: on a port that the driven lcores poll, in lcore order,
+  // the server's RX queue of that lcore. By default one TX queue per lcore driven and one RX queue per server
+  // lcore up to the highest one driven: the server sends what lcore o transmits on its TX queue o of every port,
+  // which on memif reaches only a peer with an RX queue o, and a memif peer may have no more TX queues than the
+  // server's RX queues there. --queues N: N of each.
+  const auto rx_queues = static_cast<uint16_t>(
+      cfg.port.queues != 0 ? cfg.port.queues : *std::max_element(driven->begin(), driven->end()) + 1);
+  const auto tx_queues = static_cast<uint16_t>(cfg.port.queues != 0 ? cfg.port.queues : driven->size());
+  g->owner_queue_.assign(t.server_lcores, kNotDriven);  // the server lcores not driven get no queue
+  for (size_t k = 0; k < driven->size(); ++k) g->owner_queue_[(*driven)[k]] = static_cast<uint16_t>(k % tx_queues);
 
   auto hdr = drivers::Mempool::create("pktgen_hdr", cfg.port.mbufs, RTE_PKTMBUF_HEADROOM + 128, socket);
   if (!hdr) return unexpected(hdr.error());
@@ -44,8 +56,8 @@ Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenCon
 
   drivers::PortSpec spec;
   spec.devargs = cfg.port.devargs;
-  spec.rx_queues = queues;
-  spec.tx_queues = queues;
+  spec.rx_queues = rx_queues;
+  spec.tx_queues = tx_queues;
   spec.mtu = t.mtu;
   spec.rx_pool = g->full_pool_.get();
   auto port = drivers::EthPort::open(spec);
@@ -83,18 +95,28 @@ Expected<std::unique_ptr<Generator>, std::string> Generator::create(const GenCon
   std::vector<unsigned> ids;
   for (unsigned id = rte_get_next_lcore(-1, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) ids.push_back(id);
   if (ids.empty()) return unexpected(std::string("no worker lcores: give the EAL at least two (-l 0-1)"));
-  const size_t used = std::min<size_t>(ids.size(), queues);
-  std::vector<uint16_t> owner_lcore(t.server_lcores);
-  for (uint16_t o = 0; o < t.server_lcores; ++o) owner_lcore[o] = static_cast<uint16_t>((o % queues) % used);
+  // Generator lcore i transmits on the TX queues q with q % used == i (its own queue i among them), to the
+  // server lcores those serve, and polls the RX queues q with q % used == i, handing what is another's to it.
+  const size_t used = std::min<size_t>(ids.size(), tx_queues);
+  // Lcore 0 stands in for a server lcore not driven: nothing is sent to it, and an answer from it is counted
+  // there as unexpected.
+  std::vector<uint16_t> owner_lcore(t.server_lcores, 0);
+  for (uint16_t o = 0; o < t.server_lcores; ++o) {
+    if (g->owner_queue_[o] != kNotDriven) owner_lcore[o] = static_cast<uint16_t>(g->owner_queue_[o] % used);
+  }
   for (size_t i = 0; i < used; ++i) {
     LcoreResources r;
     r.index = static_cast<uint16_t>(i);
     r.lcore_id = ids[i];
     r.port = g->port_.get();
-    for (uint16_t q = 0; q < queues; ++q) {
+    for (uint16_t q = 0; q < rx_queues; ++q) {
       if (q % used == i) r.queues.push_back(q);
     }
-    r.port_queues = queues;
+    for (uint16_t o = 0; o < t.server_lcores; ++o) {
+      if (g->owner_queue_[o] != kNotDriven && owner_lcore[o] == i) r.owners.push_back(o);
+    }
+    r.port_queues = tx_queues;
+    r.owner_queue = g->owner_queue_;
     r.jobs = g->jobs_.get();
     r.hdr_pool = g->hdr_pool_.get();
     r.ext_pool = g->ext_pool_.get();
@@ -138,11 +160,11 @@ Expected<void, std::string> Generator::place_templates() {
 void Generator::register_hparams() {
   // Each ps job whose pushes name a hyperparameter set registers it with every server lcore first, on the queue
   // that lcore serves (three times, a millisecond apart: nothing is waited for, the pushes follow).
-  const uint16_t queues = port_->tx_queues();
   for (int copy = 0; copy < 3; ++copy) {
     for (const JobRuntime& j : *jobs_) {
       if (!j.wl.spec().hparams) continue;
       for (uint16_t owner = 0; owner < j.wl.spec().server_lcores; ++owner) {
+        if (owner_queue_[owner] == kNotDriven) continue;
         rte_mbuf* m = rte_pktmbuf_alloc(full_pool_.get());
         if (m == nullptr) continue;
         auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kFrameHeadersBytes + proto::kHparamsBytes));
@@ -156,7 +178,7 @@ void Generator::register_hparams() {
                                                           proto::kHeaderBytes + proto::kHparamsBytes),
                                      s.reply, s.next_seq++, false);
         }
-        if (len == 0 || port_->tx(static_cast<uint16_t>(owner % queues), &m, 1) != 1) rte_pktmbuf_free(m);
+        if (len == 0 || port_->tx(owner_queue_[owner], &m, 1) != 1) rte_pktmbuf_free(m);
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -165,13 +187,18 @@ void Generator::register_hparams() {
 
 Expected<void, std::string> Generator::join_sessions() {
   constexpr double kJoinTimeoutS = 10;  // for all ranks of a job: a few round trips each, 64 at a time
-  HandshakePort hp{port_.get(), full_pool_.get(), port_->tx_queues()};
+  HandshakePort hp{port_.get(), full_pool_.get(), port_->rx_queues(), owner_queue_};
+  const auto driven = static_cast<size_t>(
+      std::count_if(owner_queue_.begin(), owner_queue_.end(), [](uint16_t q) { return q != kNotDriven; }));
   for (JobRuntime& j : *jobs_) {
     if (j.sessions == nullptr) continue;
     if (auto r = pktgen::join_sessions(hp, j.wl, j.addrs, *j.sessions, kJoinTimeoutS); !r) return r;
-    std::fprintf(stderr, "pktgen: job %u: %zu sessions (%u ranks x %u server lcores)%s\n", j.wl.spec().id,
-                 j.sessions->size(), j.wl.spec().workers, j.wl.spec().server_lcores,
-                 j.sessions->at(0, 0).payload_mac ? ", payload MACs" : "");
+    const uint16_t first = static_cast<uint16_t>(
+        std::find_if(owner_queue_.begin(), owner_queue_.end(), [](uint16_t q) { return q != kNotDriven; }) -
+        owner_queue_.begin());
+    std::fprintf(stderr, "pktgen: job %u: %zu sessions (%u ranks x %zu server lcores)%s\n", j.wl.spec().id,
+                 j.wl.spec().workers * driven, j.wl.spec().workers, driven,
+                 j.sessions->at(0, first).payload_mac ? ", payload MACs" : "");
   }
   return {};
 }
@@ -260,13 +287,20 @@ Generator::~Generator() {
 std::vector<std::string> Generator::startup_lines() const {
   std::vector<std::string> out;
   out.push_back(port_->describe() + (zero_copy_ ? ", zero-copy payloads" : ", payloads copied"));
+  if (std::find(owner_queue_.begin(), owner_queue_.end(), kNotDriven) != owner_queue_.end()) {
+    std::string line = "drives server lcores";
+    for (size_t o = 0; o < owner_queue_.size(); ++o) {
+      if (owner_queue_[o] != kNotDriven) line += " " + std::to_string(o);
+    }
+    out.push_back(line + " of 0.." + std::to_string(owner_queue_.size() - 1) + " (--owners)");
+  }
   for (const auto& j : *jobs_) {
     out.push_back(gen::describe(j.wl.spec()) + ", " + std::to_string(j.wl.layout().chunk_count()) + " chunks, " +
                   std::to_string(j.wl.segments_total()) + " packets per worker round, workers " +
                   format_ipv4(j.addrs.ip_of(0)) + ".." + format_ipv4(j.addrs.ip_of(j.wl.spec().workers - 1)));
   }
   for (const auto& l : lcores_) {
-    std::string line = "lcore " + std::to_string(l->resources().lcore_id) + ": queues";
+    std::string line = "lcore " + std::to_string(l->resources().lcore_id) + ": rx queues";
     for (uint16_t q : l->resources().queues) line += " " + std::to_string(q);
     line += "; segments";
     for (const auto& p : l->partitions()) line += " " + std::to_string(p->slots().size());

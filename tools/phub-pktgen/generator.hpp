@@ -68,6 +68,7 @@ class Generator {
   std::vector<std::unique_ptr<JobSessions>> sessions_;  // of the session jobs (JobRuntime::sessions)
   std::vector<void*> dma_areas_;
   std::vector<std::unique_ptr<GenLcore>> lcores_;
+  std::vector<uint16_t> owner_queue_;  // by server lcore: the port queue that serves it, kNotDriven if none
   bool arp_unanswered_ = false;
   bool launched_ = false;
   bool zero_copy_ = false;

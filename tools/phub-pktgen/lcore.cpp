@@ -28,16 +28,7 @@ uint64_t now_ns() noexcept {
 
 GenLcore::GenLcore(LcoreResources r) : r_(std::move(r)), txq_(r_.port_queues) {
   const auto& jobs = *r_.jobs;
-  std::vector<uint16_t> owners;
-  uint16_t server_lcores = 1;
-  for (const auto& j : jobs) server_lcores = std::max(server_lcores, j.wl.spec().server_lcores);
-  for (uint16_t o = 0; o < server_lcores; ++o) owner_queue_.push_back(static_cast<uint16_t>(o % r_.port_queues));
-  for (uint16_t o = 0; o < server_lcores; ++o) {
-    for (uint16_t q : r_.queues) {
-      if (queue_of(o) == q) owners.push_back(o);
-    }
-  }
-  for (const auto& j : jobs) parts_.push_back(std::make_unique<gen::Partition>(j.wl, owners));
+  for (const auto& j : jobs) parts_.push_back(std::make_unique<gen::Partition>(j.wl, r_.owners));
   shinfo_.resize(jobs.size());
   for (auto& s : shinfo_) {
     s.free_cb = [](void*, void*) {};  // the payload areas live as long as the generator
@@ -223,7 +214,7 @@ void GenLcore::handle_arp(rte_mbuf* m) noexcept {
     rte_mbuf* r = drivers::alloc_arp_reply(r_.full_pool, *arp, j.addrs.src_mac, arp->target_ip);
     if (r == nullptr) return c_.no_mbuf.add();
     c_.arp_replies.add();
-    enqueue(r_.queues.empty() ? 0 : r_.queues[0], r);
+    enqueue(r_.index, r);  // its own TX queue
     return;
   }
 }

@@ -54,8 +54,10 @@ struct LcoreResources {
   uint16_t index = 0;                   // position among generator lcores
   unsigned lcore_id = 0;
   const drivers::EthPort* port = nullptr;
-  std::vector<uint16_t> queues;         // RX/TX queues it owns
-  uint16_t port_queues = 1;             // queues on the port: server lcore o is served by queue o % port_queues
+  std::vector<uint16_t> queues;         // RX queues it polls
+  std::vector<uint16_t> owners;         // the server lcores it drives (their TX queues are its own, queue `index` too)
+  uint16_t port_queues = 1;             // TX queues on the port
+  std::vector<uint16_t> owner_queue;    // by server lcore: the TX queue that serves it (kNotDriven: none, --owners)
   std::vector<JobRuntime>* jobs = nullptr;
   rte_mempool* hdr_pool = nullptr;      // small mbufs for headers
   rte_mempool* ext_pool = nullptr;      // data-room-0 mbufs for zero-copy payloads
@@ -124,7 +126,7 @@ class GenLcore {
   void enqueue_run(uint16_t queue, rte_mbuf* const* ms, size_t n) noexcept;
   void flush(uint64_t now) noexcept;
   [[nodiscard]] size_t pending() const noexcept;
-  [[nodiscard]] uint16_t queue_of(uint16_t owner) const noexcept { return owner_queue_[owner]; }
+  [[nodiscard]] uint16_t queue_of(uint16_t owner) const noexcept { return r_.owner_queue[owner]; }
 
   LcoreResources r_;
   LcoreCounters c_;
@@ -133,7 +135,6 @@ class GenLcore {
   std::vector<std::unique_ptr<class FrameCache>> cache_;  // by job index: pre-built frames
   std::vector<std::unique_ptr<class RecycledFrames>> recycled_;  // by job index
   std::vector<TxQueue> txq_;                            // by port queue
-  std::vector<uint16_t> owner_queue_;                   // by server lcore: the port queue it is served by
   std::vector<GenLcore*> peers_;
   std::vector<uint16_t> owner_lcore_;
   rte_ring* inbox_ = nullptr;

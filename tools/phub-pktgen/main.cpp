@@ -24,6 +24,9 @@ using namespace phub::pktgen;
 
 void on_signal(int) { g_interrupted.store(true); }
 
+std::atomic<bool> g_go{false};  // --hold: SIGUSR1 came
+void on_go(int) { g_go.store(true); }
+
 int fail(const std::string& what) {
   std::fprintf(stderr, "phub-pktgen: %s\n", what.c_str());
   return 1;
@@ -73,6 +76,9 @@ phub::Expected<Target, std::string> build_target(const Options& o) {
     }
     j.spec.hparams = j.spec.hparams || (o.hparams && j.spec.mode == phub::gen::Mode::ps);
   }
+  auto owners = driven_owners(o.owners, t.server_lcores);
+  if (!owners) return phub::unexpected(owners.error());
+  t.owners = std::move(*owners);
   if (!o.values.empty() && o.values != "order" && o.values != "exact") {
     return phub::unexpected("--values: '" + o.values + "' is not exact|order");
   }
@@ -87,10 +93,10 @@ constexpr int kExitArpUnanswered = 75;
 // harness can stop the server first; a memif peer that disconnects under a polling server can crash it.
 void linger(double seconds) {
   if (seconds <= 0) return;
+  g_interrupted.store(false);  // before saying so: a SIGTERM that answers the line must not be lost
   std::fprintf(stderr, "pktgen: done\n");
   std::fflush(stderr);
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  g_interrupted.store(false);
   while (!g_interrupted.load() && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -139,6 +145,15 @@ int online(const Options& o, const Target& t, const std::optional<phub::Realtime
     return (*g)->arp_unanswered() ? kExitArpUnanswered : 1;
   }
   std::fprintf(stderr, "pktgen: ready\n");
+  if (o.hold) {
+    std::fflush(stderr);
+    while (!g_go.load() && !g_interrupted.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (!g_go.load()) {
+      std::fprintf(stderr, "phub-pktgen: stopped while holding for SIGUSR1 (--hold): no run\n");
+      linger(o.linger_s);
+      return 1;
+    }
+  }
 
   Session session(**g, !o.quiet);
   ScenarioResult sr;
@@ -191,11 +206,19 @@ int main(int argc, char** argv) {
   }
   auto target = build_target(*opts);
   if (!target) return fail(target.error());
-  if (!opts->write_pcap.empty() || !opts->verify_pcap.empty()) return offline(*opts, *target);
+  if (!opts->write_pcap.empty() || !opts->verify_pcap.empty()) {
+    if (!opts->owners.empty()) {
+      return fail("--owners drives some lcores of a live server; a trace (--write-pcap, --verify-pcap) holds every "
+                  "lcore's packets");
+    }
+    if (opts->hold) return fail("--hold waits to start a run on a live link; a trace (--write-pcap, --verify-pcap) has none");
+    return offline(*opts, *target);
+  }
 
   auto eal = phub::drivers::Eal::start("phub-pktgen", opts->eal_args);
   if (!eal) return fail(eal.error());
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  std::signal(SIGUSR1, on_go);  // --hold; before "pktgen: ready", which is when a harness may send it
   return online(*opts, *target, eal->realtime());  // the generator's ports and pools are closed before the EAL is cleaned up
 }

@@ -64,6 +64,12 @@ std::unique_ptr<CLI::App> make(Options& o) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(traffic);
   number_option(a, "--server-lcores", o.server_lcores, "server lcores for --job without a config (default 1)")
       ->group(traffic);
+  a.add_option("--owners", o.owners,
+               "drive only these server lcores, by position in the server's lcores list (0-based): the chunks they "
+               "own, their joins and hyperparameter sets; the others get nothing of this generator. One generator "
+               "per port of a server whose lcores are split per port, each given its port's address (--server-ip)")
+      ->type_name("I,J")->delimiter(',')->check(cli::whole<uint16_t>())
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(traffic);
   a.add_option("--values", o.values,
                "override the value kind (order: only a rank-order sum matches; default for deterministic)")
       ->type_name("exact|order")->check(cli::one_of({"exact", "order"}))->group(traffic);
@@ -78,7 +84,8 @@ std::unique_ptr<CLI::App> make(Options& o) {
                "net_tap0 | a PCI address ...")
       ->type_name("DEVARGS")->group(port);
   number_option(a, "--queues", o.port.queues,
-                "RX/TX queue pairs (default: one per server lcore; on memif it must match the server)")
+                "RX and TX queues each (default: one pair per server lcore; with --owners a TX queue per lcore driven and RX "
+                "queues up to the highest one driven, as a memif server's port polled by those lcores has them)")
       ->group(port);
   number_option(a, "--mtu", o.mtu, "IP MTU (default: the server config's, else 1500)")->group(port);
   a.add_option("--server-ip", o.server_ip, "the server's address (else learnt by ARP)")->type_name("A.B.C.D")->group(port);
@@ -143,6 +150,11 @@ std::unique_ptr<CLI::App> make(Options& o) {
                 "after the run, keep the port open until SIGTERM or S seconds (prints \"pktgen: done\"); an "
                 "unanswered ARP then does not restart the port: exit status 75", "S")
       ->group(output);
+
+  a.add_flag("--hold", o.hold,
+             "once the link is up and the server's MAC known (prints \"pktgen: ready\"), wait for SIGUSR1 before the "
+             "run, so that a harness starts several generators' runs together; SIGTERM then ends it without a run")
+      ->group(run);
 
   a.add_option("--write-pcap", o.write_pcap, "K complete rounds of every job as a classic microsecond pcap")
       ->type_name("FILE")->group(traces);

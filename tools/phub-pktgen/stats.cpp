@@ -93,6 +93,9 @@ Record summarize(const Generator& g, const RunSettings& s, const StepTimes& t) {
   const bool open = s.mode == gen::LoopMode::open;
   r.set("mode", std::string(open ? "open" : "closed"));
   r.set("duration_s", dt);
+  // The measured window on the host's monotonic clock (steady_clock): comparable between generators run at once.
+  r.set("started_s", t.start.t_s);
+  r.set("stopped_s", t.stop.t_s);
   if (open) r.set("rate_pps", s.rate_pps);
   r.set("tx_packets", static_cast<double>(t.stop.tx_packets - t.start.tx_packets));
   r.set("tx_pps", rate(t.start.tx_packets, t.stop.tx_packets, dt));

@@ -29,6 +29,27 @@ Expected<double, std::string> number(const std::string& key, const std::string& 
 
 }  // namespace
 
+Expected<std::vector<uint16_t>, std::string> driven_owners(const std::vector<uint16_t>& given,
+                                                           uint16_t server_lcores) {
+  std::vector<uint16_t> out;
+  if (given.empty()) {
+    for (uint16_t o = 0; o < server_lcores; ++o) out.push_back(o);
+    return out;
+  }
+  for (uint16_t o : given) {
+    if (o >= server_lcores) {
+      return unexpected("--owners: " + std::to_string(o) + " is not one of the server's lcores: it has " +
+                        std::to_string(server_lcores) + " (positions 0.." + std::to_string(server_lcores - 1) +
+                        " of its lcores list)");
+    }
+    if (std::find(out.begin(), out.end(), o) != out.end()) {
+      return unexpected("--owners: server lcore " + std::to_string(o) + " is given twice");
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
 uint32_t first_worker_ip(const TargetJob& j, uint32_t next, bool worker_ip_given) {
   if (worker_ip_given || j.source_prefix == 0) return next;
   const uint32_t mask = ipv4_netmask(j.source_prefix);

@@ -23,6 +23,9 @@ struct TargetJob {
 struct Target {
   std::vector<TargetJob> jobs;
   uint16_t server_lcores = 1;
+  // The server lcores this generator drives (by position in the server's lcores list), in order: its queue k
+  // serves owners[k % queues]. All of them unless --owners restricts it (driven_owners fills it in).
+  std::vector<uint16_t> owners;
   uint32_t server_ip = 0;          // host order
   std::optional<MacAddr> server_mac;
   uint16_t mtu = 1500;
@@ -30,6 +33,11 @@ struct Target {
 
 // Jobs, lcores and the first port's address of a phub-server Lua config (validated as the server does).
 [[nodiscard]] Expected<Target, std::string> target_from_config(const std::string& path);
+
+// The server lcores a generator drives: `given` (--owners), checked against the server's lcore count, or all of
+// them when nothing is given. Refuses an owner that is not one of the server's lcores, and one given twice.
+[[nodiscard]] Expected<std::vector<uint16_t>, std::string> driven_owners(const std::vector<uint16_t>& given,
+                                                                         uint16_t server_lcores);
 
 // The first address of a job's emulated workers: `next` (the next free one); but when the job admits only a
 // source prefix that `next` is outside of, and no worker address was given, address .100 of that prefix.

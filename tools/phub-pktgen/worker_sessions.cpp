@@ -51,11 +51,13 @@ class Handshakes {
     }
   }
 
-  // Run the handshakes of `ranks` with every server lcore, at most kOutstanding at once, until all are done.
+  // Run the handshakes of `ranks` with every server lcore driven, at most kOutstanding at once, until all are
+  // done.
   Expected<void, std::string> run(uint16_t first_rank, uint16_t end_rank, uint64_t deadline_ns) {
     std::vector<Attempt> all;
     for (uint16_t r = first_rank; r < end_rank; ++r) {
       for (uint16_t o = 0; o < wl_.spec().server_lcores; ++o) {
+        if (p_.owner_queue[o] == kNotDriven) continue;
         Attempt a;
         a.rank = r;
         a.owner = o;
@@ -115,7 +117,7 @@ class Handshakes {
     }
     proto::seal_handshake(hs_key_, frame.subspan(kL234).first<proto::kHeaderBytes>(), payload);
     proto::refresh_udp_checksum(frame);  // the tag changed bytes the checksum covers
-    if (p_.port->tx(static_cast<uint16_t>(a.owner % p_.queues), &m, 1) != 1) rte_pktmbuf_free(m);
+    if (p_.port->tx(p_.owner_queue[a.owner], &m, 1) != 1) rte_pktmbuf_free(m);
   }
 
   Expected<void, std::string> poll(std::span<Attempt> batch, uint64_t now) {

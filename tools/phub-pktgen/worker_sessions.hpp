@@ -47,15 +47,20 @@ class JobSessions {
   std::vector<WorkerSession> s_;
 };
 
+// The port queue of a server lcore the generator does not drive (--owners): none.
+inline constexpr uint16_t kNotDriven = UINT16_MAX;
+
 // What the handshake needs of the port: it runs before the lcores, on the control thread, and sends to
-// server lcore o on queue o % queues (the queue that lcore's generator lcore drives), polling every queue.
+// server lcore o on TX queue owner_queue[o] (the queue that lcore's generator lcore drives), polling every RX
+// queue.
 struct HandshakePort {
   const drivers::EthPort* port = nullptr;
   rte_mempool* pool = nullptr;  // whole-frame mbufs
-  uint16_t queues = 1;
+  uint16_t queues = 1;                // RX queues
+  std::vector<uint16_t> owner_queue;  // by server lcore; kNotDriven: not joined
 };
 
-// Join every rank of the job to every server lcore: rank 0 restarts the job in the epoch after each lcore's
+// Join every rank of the job to every server lcore the generator drives: rank 0 restarts the job in the epoch after each lcore's
 // current one (recorded in `wl`, which every later packet carries), then the other ranks join it. Fails, naming
 // the rank, the lcore and what the server last answered, if a handshake is not done within `timeout_s`.
 [[nodiscard]] Expected<void, std::string> join_sessions(const HandshakePort& p, gen::Workload& wl,

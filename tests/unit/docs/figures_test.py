@@ -43,6 +43,17 @@ def find(t, name, text, pattern):
     return m.groups() if m else None
 
 
+def readme_figure(t, readme, command, name, pattern, ratio):
+    """The groups of `pattern` in the README's one row for `command`, whose first is `ratio` as the README prints
+    it (three decimals); None (a failed check) when the row or its sentence is not there."""
+    rows = readme_row(readme, command)
+    t.equal("README: one row for %s" % command, len(rows), 1)
+    g = find(t, name, rows[0], pattern) if rows else None
+    if g:
+        t.equal("%s: the figure is the JSON's ratio" % name, g[0], three(ratio))
+    return g
+
+
 def two(x):
     return "%.2f" % x
 
@@ -74,13 +85,10 @@ def main():
     tx_pairs = pktgen["tx_ceiling"]["pair_ratios"]
 
     # The README's results table.
-    rows = readme_row(readme, "tools/bench/server")
-    t.equal("README: one row for tools/bench/server", len(rows), 1)
-    for cell in rows[:1]:
-        g = find(t, "README server row", cell, r"^(\d\.\d+) \(pairs (\d\.\d+)-(\d\.\d+) in the fast memory state")
-        if g:
-            t.equal("README server row: the figure is server.json's ratio", g[0], three(s_ratio))
-            among(t, "README server row", g[1:], server["pair_ratios"])
+    g = readme_figure(t, readme, "tools/bench/server", "README server row",
+                      r"^(\d\.\d+) \(pairs (\d\.\d+)-(\d\.\d+) in the fast memory state", s_ratio)
+    if g:
+        among(t, "README server row", g[1:], server["pair_ratios"])
     rows = readme_row(readme, "tools/bench/pktgen")
     t.equal("README: two rows for tools/bench/pktgen", len(rows), 2)
     scaling = [c for c in rows if c.startswith("MTU 1500")]
@@ -104,6 +112,16 @@ def main():
         if g:
             t.equal("README: the TX ceiling is pktgen.json's", g[0], three(p["generator_tx_ceiling"]))
             among(t, "README TX ceiling row", g[1:], tx_pairs)
+
+    # tools/bench/server --ports 2's row: the ratio of docs/bench/server-2ports.json and two of its pairs.
+    ports2 = json.loads(read(root, "docs", "bench", "server-2ports.json"))
+    p2_ratio = ratios(ports2)["goodput_2ports"]
+    g = readme_figure(t, readme, "tools/bench/server --ports 2", "README 2-port row",
+                      r"^(\d\.\d+) \((\d+) pairs (\d\.\d+)-(\d\.\d+)", p2_ratio)
+    if g:
+        t.equal("README 2-port row: the pairs are server-2ports.json's", int(g[1]), len(ports2["pair_ratios"]))
+        t.equal("README 2-port row: the range is the lowest and highest pair", g[2:],
+                (two(min(ports2["pair_ratios"])), two(max(ports2["pair_ratios"]))))
 
     # tools/bench/train's rows: the ratios of docs/bench/train.json's RESULT lines.
     train = json.loads(read(root, "docs", "bench", "train.json"))
@@ -130,6 +148,14 @@ def main():
         t.equal("ranges.md: the server figure, its value and limit", g[:3],
                 (three(s_ratio), "%.1f" % r["value"], "%.1f" % r["limit"]))
         t.equal("ranges.md: the server pairs are server.json's repetitions", int(g[3]), len(server["pair_ratios"]))
+    g = find(t, "ranges.md 2 ports", ranges, r"\n(\d\.\d+) in docs/bench/server-2ports\.json \((\d+\.\d) vs "
+             r"(\d+\.\d) Gbit/s; median of (\d+) alternating pairs")
+    if g:
+        r = ports2["results"][0]
+        t.equal("ranges.md: the 2-port figure, its value and limit", g[:3],
+                (three(p2_ratio), "%.1f" % r["value"], "%.1f" % r["limit"]))
+        t.equal("ranges.md: the 2-port pairs are server-2ports.json's repetitions", int(g[3]),
+                len(ports2["pair_ratios"]))
     g = find(t, "ranges.md MTU", ranges, r"MTU 1500: (\d\.\d+) \(pairs [^)]*\); MTU 9000: (\d\.\d+)")
     if g:
         t.equal("ranges.md: MTU 1500 and 9000 are pktgen.json's", g,
@@ -159,7 +185,7 @@ def main():
     sys.path.insert(0, os.path.join(root, "tools", "bench", "lib"))
     from phubbench import report_md
     with tempfile.TemporaryDirectory(prefix="phub-figures-") as d:
-        for name in ("server.json", "pktgen.json"):
+        for name in ("server.json", "server-2ports.json", "pktgen.json"):
             with open(os.path.join(d, name), "w") as f:
                 f.write(read(root, "docs", "bench", name))
         report_md.write(d)

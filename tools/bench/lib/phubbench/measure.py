@@ -54,12 +54,17 @@ def _server_cfg(d, tag, jobs, lcores, mtu, bsize, backoff=False):
 def server_goodput(exes, **kw):
     """Closed-loop goodput of phub-server; returns the generator's summary step plus server counters. A memif
     link that passed no ARP (pktgen.ARP_UNANSWERED) starts both sides once more."""
+    return _twice_if_no_arp(_server_goodput_once, exes, **kw)
+
+
+def _twice_if_no_arp(once, exes, **kw):
+    """once(exes, **kw), and once more if a memif link passed no ARP (LinkPassedNoArp)."""
     try:
-        return _server_goodput_once(exes, **kw)
+        return once(exes, **kw)
     except LinkPassedNoArp:
-        print("RETRY the memif link passed no ARP (DPDK 22.11, see tools/phub-pktgen/arp.cpp); starting both again",
+        print("RETRY a memif link passed no ARP (DPDK 22.11, see tools/phub-pktgen/arp.cpp); starting all again",
               flush=True)
-        return _server_goodput_once(exes, **kw)
+        return once(exes, **kw)
 
 
 class LinkPassedNoArp(RuntimeError):
@@ -180,3 +185,143 @@ def tx_into_sink(exes, source, *, frame_bytes=1504, duration=3.0, workers=8, pre
         detail["sink_rx_pps"] = testpmd.steady(testpmd.rates(sink.stdout(), "Rx-pps"))
         detail["busy_before"] = busy
     return detail
+
+
+# A server with one port per lcore (tools/bench/server --ports N): port i (p<i>) is a memif link of its own in
+# subnet 198.18.<i>.0/24 with the server at .1, polled only by lcore i + 1; each generator drives one port.
+def port_ipv4(i):
+    return "198.18.%d.1" % i
+
+
+def ports_server_cfg(d, tag, jobs, nports, mtu=1500, backoff=False):
+    """The config (d/server.lua, EAL prefix phubs-<tag>) of a server with `nports` memif ports (d/memif<i>.sock)
+    and one lcore per port, every lcore on CPU 1; returns (config path, the ports' sockets)."""
+    socks = [os.path.join(d, "memif%d.sock" % i) for i in range(nports)]
+    cfg = os.path.join(d, "server.lua")
+    server.config(cfg, prefix="phubs-" + tag, ports=[(server.memif_device(s, index=i), port_ipv4(i) + "/24")
+                                                     for i, s in enumerate(socks)],
+                  jobs=jobs, lcores=[["p%d" % i] for i in range(nports)], cpu=[1] * nports, mtu=mtu, backoff=backoff,
+                  mbufs=16383 if mtu <= 1500 else 8191, memory="512MiB")
+    return cfg, socks
+
+
+def port_generator(pktgen_exe, tag, port, sock, cfg, args, zero_copy=GENERATOR_ZERO_COPY):
+    """pktgen.run_together's entry for the generator of port `port` (EAL prefix phubg-<tag>-<port>, CPU 0, one
+    lcore) on its memif socket: it drives server lcore `port` only (--owners), at the port's address."""
+    return dict(exe=pktgen_exe, prefix="phubg-%s-%d" % (tag, port), port=server.memif_device(sock, "client"),
+                args=["--server-config", cfg, "--owners", str(port), "--server-ip", port_ipv4(port)] + list(args),
+                lcores=1, cpu=0, zero_copy=zero_copy)
+
+
+def _port_generators(exes, tag, socks, cfg, args):
+    return [port_generator(exes["pktgen"], tag, i, sock, cfg, args) for i, sock in enumerate(socks)]
+
+
+def _overlap(steps):
+    """The fraction of the longest generator's window in which every generator ran (their windows on one
+    monotonic clock, pktgen's started_s/stopped_s)."""
+    common = min(s["stopped_s"] for s in steps) - max(s["started_s"] for s in steps)
+    return max(common, 0) / max(s["stopped_s"] - s["started_s"] for s in steps)
+
+
+def server_goodput_ports(exes, **kw):
+    """server_goodput for a server with one port per lcore (see _server_goodput_ports_once)."""
+    return _twice_if_no_arp(_server_goodput_ports_once, exes, **kw)
+
+
+def _server_goodput_ports_once(exes, *, nports=2, workers=8, dtype="fp32", elems=2_000_000, chunk_bytes=32768,
+                               mtu=1500, duration=3.0, window=64, job=None):
+    """Closed-loop goodput of phub-server with `nports` memif ports and one lcore per port, a job with
+    interface_map = true: one phub-pktgen per port (all at once, each driving only the lcore of its port, at
+    its port's address), the goodput their sum. Returns the generators' steps, their sum, and the server's
+    counters per lcore and per port."""
+    tag = _tag("srvp")
+    busy = procs.wait_quiet()
+    with tempfile.TemporaryDirectory(prefix="phub-bench-") as d, procs.Cleanup() as c:
+        jobs = job_table(workers, dtype, elems, chunk_bytes, interface_map=True, **(job or {}))
+        cfg, socks = ports_server_cfg(d, tag, jobs, nports, mtu)
+        srv = server.start(exes["server"], cfg, "phubs-" + tag, c)
+        stopped = {}
+
+        def stop_server():
+            stopped["r"] = server.stop(srv)
+
+        runs = pktgen.run_together(
+            _port_generators(exes, tag, socks, cfg, ["--duration", str(duration), "--window", str(window),
+                                                     "--progress-ms", "0"]),
+            timeout=duration + 90, before_exit=stop_server, cleanup=c)
+        sstatus, counters = stopped["r"]
+        chunk_map = [line for line in srv.stdout().splitlines() if "chunk map:" in line]
+    if sstatus == 0 and any(status == pktgen.ARP_UNANSWERED for status, _, _ in runs):
+        raise LinkPassedNoArp(" / ".join(err[-300:] for _, _, err in runs))
+    for i, (status, s, err) in enumerate(runs):
+        if s is None or not s.get("steps"):
+            raise RuntimeError("phub-pktgen of port p%d failed (%s): %s" % (i, status, err[-2000:]))
+    steps = [dict(s["steps"][0], ok=s["ok"] and status == 0) for status, s, _ in runs]
+    lcores = counters["lcores"]
+    busy_tsc = sum(l.get("busy_tsc", 0) for l in lcores)
+    rx = sum(l.get("rx_packets", 0) for l in lcores)
+    return {
+        "goodput_gbps": sum(s["goodput_gbps"] for s in steps),
+        "pushes_pps": sum(s["pushes_pps"] for s in steps),
+        "mismatches": sum(s["mismatches"] for s in steps),
+        "ok": all(s["ok"] and s["settled"] for s in steps) and sstatus == 0,
+        "window_overlap": _overlap(steps),
+        "per_port": [{"port": "p%d" % i, "server_ip": port_ipv4(i), "goodput_gbps": s["goodput_gbps"],
+                      "pushes_pps": s["pushes_pps"], "results_ok": s["results_ok"], "mismatches": s["mismatches"],
+                      "settled": s["settled"], "generator_idle": s["generator_idle"],
+                      "window_s": [s["started_s"], s["stopped_s"]],
+                      "rx_bytes": counters["ports"].get("p%d" % i, {}).get("rx_bytes"),
+                      "tx_bytes": counters["ports"].get("p%d" % i, {}).get("tx_bytes"),
+                      "lcore_rx_packets": lcores[i].get("rx_packets") if i < len(lcores) else None,
+                      "redirected_out": lcores[i].get("redirected_out") if i < len(lcores) else None}
+                     for i, s in enumerate(steps)],
+        "server_counters": counters["jobs"].get("bench", {}),
+        "server_drops": counters["drops"],
+        "server_status": sstatus,
+        "server_lcores": nports,
+        "chunk_map": chunk_map,
+        "server_busy_cycles_per_packet": busy_tsc / rx if rx else None,
+        "tsc_hz": max((l.get("tsc_hz", 0) for l in lcores), default=0),
+        "generator_steps": steps,
+        "busy_before": busy,
+    }
+
+
+def testpmd_io_limit_ports(exes, *, nports=2, workers=8, dtype="fp32", elems=2_000_000, chunk_bytes=32768, mtu=1500,
+                           duration=3.0):
+    """dpdk-testpmd io-forwarding `nports` memif ports, each back to itself (--port-topology=loop), with one
+    forwarding lcore per port on CPU 1 (its control lcore on CPU 0), against one open-loop phub-pktgen per port
+    (all at once on CPU 0, each pushing the chunks of its port's lcore of the same job as fast as it can):
+    returns the forwarded push rate and payload goodput summed over the ports, as the generators counted the
+    echoes."""
+    tag = _tag("iop")
+    busy = procs.wait_quiet()
+    with tempfile.TemporaryDirectory(prefix="phub-bench-") as d, procs.Cleanup() as c:
+        cfg, socks = ports_server_cfg(d, tag, job_table(workers, dtype, elems, chunk_bytes, interface_map=True),
+                                      nports, mtu)
+        pmd = testpmd.start("io", c, prefix="phubt-" + tag,
+                            device=[server.memif_device(s, index=i) for i, s in enumerate(socks)], cpu=[1] * nports,
+                            jumbo=mtu > 1500)
+        runs = pktgen.run_together(
+            # testpmd's ports have one queue pair each, where the server's have a TX queue per lcore
+            _port_generators(exes, tag, socks, cfg, ["--queues", "1", "--server-mac", "02:00:00:00:00:01", "--mode",
+                                                     "open", "--rate", "0", "--duration", str(duration), "--settle-s",
+                                                     "0", "--progress-ms", "0"]),
+            timeout=duration + 90, before_exit=lambda: None, cleanup=c)
+        pmd.stop(15)
+        text = pmd.stdout()
+    for i, (status, s, err) in enumerate(runs):
+        if s is None or not s.get("steps"):
+            raise RuntimeError("phub-pktgen of port p%d failed against testpmd io (%s): %s" % (i, status, err[-2000:]))
+    steps = [s["steps"][0] for _, s, _ in runs]
+    rx, tx = testpmd.rates(text, "Rx-pps"), testpmd.rates(text, "Tx-pps")
+    return {"echo_pps": sum(s["rx_echo_pps"] for s in steps), "echo_gbps": sum(s["rx_echo_gbps"] for s in steps),
+            "offered_pps": sum(s["tx_pps"] for s in steps), "window_overlap": _overlap(steps),
+            "per_port": [{"port": "p%d" % i, "echo_pps": s["rx_echo_pps"], "echo_gbps": s["rx_echo_gbps"],
+                          "offered_pps": s["tx_pps"], "generator_idle": s["generator_idle"],
+                          "window_s": [s["started_s"], s["stopped_s"]],
+                          # testpmd prints each port's statistics in port order every second
+                          "testpmd_rx_pps": testpmd.steady(rx[i::nports]), "testpmd_tx_pps": testpmd.steady(tx[i::nports])}
+                         for i, s in enumerate(steps)],
+            "busy_before": busy}

@@ -34,6 +34,7 @@ class Proc:
 
     def wait_for(self, text, timeout):
         """True once a line containing `text` appeared (on either stream) within `timeout` seconds."""
+        self._ready.clear()  # set by an earlier wait's text, it would answer for this one
         self._ready_text = text
         if any(text in line for line in self.out + self.err):
             return True

@@ -41,7 +41,8 @@ def _results_table(data):
 
 def write(out_dir):
     server, pktgen = _load(out_dir, "server.json"), _load(out_dir, "pktgen.json")
-    data = [d for d in (server, pktgen) if d]
+    ports2 = _load(out_dir, "server-2ports.json")
+    data = [d for d in (server, ports2, pktgen) if d]
     parts = [HEADER, "Written %s.\n" % time.strftime("%Y-%m-%d %H:%M %Z")]
     parts.append("## Results\n")
     parts.append(_results_table(data) + "\n")

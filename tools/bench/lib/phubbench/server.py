@@ -12,19 +12,30 @@ def eal_args(prefix, lcores, cpu):
             % (prefix, workers))
 
 
-def memif_device(sock, role="server", bsize=None):
-    dev = "net_memif0,role=%s,socket=%s,socket-abstract=no" % (role, sock)
+def memif_device(sock, role="server", bsize=None, index=0):
+    """A net_memif port on socket `sock`; `index` names it (net_memif<index>): a process's vdevs need distinct
+    names."""
+    dev = "net_memif%d,role=%s,socket=%s,socket-abstract=no" % (index, role, sock)
     return dev + (",bsize=%d" % bsize if bsize else "")
 
 
-def config(path, *, prefix, device, jobs, lcores=1, cpu=1, mtu=1500, backoff=True, mbufs=8191,
-           memory="256MiB", extra=None):
-    """Write a server config: one port on `device`, `lcores` worker lcores, the given job tables."""
+def config(path, *, prefix, device=None, jobs, lcores=1, cpu=1, mtu=1500, backoff=True, mbufs=8191,
+           memory="256MiB", extra=None, ports=None):
+    """Write a server config: one port on `device` (p0, 198.18.0.1/24), or `ports`, a list of (device, IPv4 with
+    prefix) pairs named p0, p1, ...; `lcores` worker lcores that poll every port, or a list with, for each
+    worker lcore (ids 1, 2, ...), the names of the ports it polls (docs/config.md, `lcores[].ports`); the given
+    job tables."""
+    if (device is None) == (ports is None):
+        raise ValueError("server.config: give either device or ports")
+    ports = [(device, "198.18.0.1/24")] if ports is None else list(ports)
+    polls = lcores if isinstance(lcores, (list, tuple)) else None
+    count = len(polls) if polls is not None else lcores
     table = {
-        "eal_args": eal_args(prefix, lcores, cpu),
-        "ports": [{"name": "p0", "device": device, "ipv4": "198.18.0.1/24", "mtu": mtu,
-                   "rx_desc": 1024, "tx_desc": 1024}],
-        "lcores": [{"id": i} for i in range(1, lcores + 1)],
+        "eal_args": eal_args(prefix, count, cpu),
+        "ports": [{"name": "p%d" % i, "device": dev, "ipv4": ipv4, "mtu": mtu, "rx_desc": 1024, "tx_desc": 1024}
+                  for i, (dev, ipv4) in enumerate(ports)],
+        "lcores": [dict({"id": i + 1}, **({"ports": list(polls[i])} if polls is not None else {}))
+                   for i in range(count)],
         "polling": ({"idle_polls_before_sleep": 200, "idle_sleep_us": 20} if backoff
                     else {"idle_polls_before_sleep": 0, "idle_sleep_us": 0}),
         "jobs": [pktgen_job(j) for j in jobs],
