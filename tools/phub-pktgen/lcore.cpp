@@ -209,8 +209,7 @@ void GenLcore::handle_arp(rte_mbuf* m) noexcept {
   const auto arp = drivers::arp_of(m);
   if (!arp || arp->op != proto::ArpOp::request) return;
   for (const auto& j : *r_.jobs) {
-    const uint32_t lo = j.addrs.ip_of(0), hi = j.addrs.ip_of(static_cast<uint16_t>(j.wl.spec().workers - 1));
-    if (arp->target_ip < lo || arp->target_ip > hi) continue;
+    if (!j.addrs.is_rank_ip(arp->target_ip, j.wl.spec().workers)) continue;
     rte_mbuf* r = drivers::alloc_arp_reply(r_.full_pool, *arp, j.addrs.src_mac, arp->target_ip);
     if (r == nullptr) return c_.no_mbuf.add();
     c_.arp_replies.add();

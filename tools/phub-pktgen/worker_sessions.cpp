@@ -140,10 +140,7 @@ class Handshakes {
   void answer_arp(rte_mbuf* m) {
     const auto arp = drivers::arp_of(m);
     if (!arp || arp->op != proto::ArpOp::request) return;
-    const uint16_t last = static_cast<uint16_t>(wl_.spec().workers - 1);
-    bool ours = false;
-    for (uint16_t r = 0; r <= last && !ours; ++r) ours = addrs_.ip_of(r) == arp->target_ip;
-    if (!ours) return;
+    if (!addrs_.is_rank_ip(arp->target_ip, wl_.spec().workers)) return;
     rte_mbuf* reply = drivers::alloc_arp_reply(p_.pool, *arp, addrs_.src_mac, arp->target_ip);
     if (reply != nullptr && p_.port->tx(0, &reply, 1) != 1) rte_pktmbuf_free(reply);
   }

@@ -43,6 +43,21 @@ WorkerAddrs addrs() {
   return a;
 }
 
+TEST(GenFrames, ARankAddressIsEachRanksOwnNotOneBetweenPinnedRanks) {
+  WorkerAddrs a = addrs();
+  // Consecutive from ip_base: ranks 0..3 of 4, nothing below or above.
+  EXPECT_TRUE(a.is_rank_ip(a.ip_base, 4));
+  EXPECT_TRUE(a.is_rank_ip(a.ip_base + 3, 4));
+  EXPECT_FALSE(a.is_rank_ip(a.ip_base + 4, 4));
+  EXPECT_FALSE(a.is_rank_ip(a.ip_base - 1, 4));
+  // Pinned ranks (a job's worker_ipv4) far apart: each one's address, none between them.
+  a.rank_ips = {0xc6120010, 0xc6120050, 0xc6120030};
+  for (uint16_t r = 0; r < 3; ++r) EXPECT_TRUE(a.is_rank_ip(a.rank_ips[r], 3)) << r;
+  EXPECT_FALSE(a.is_rank_ip(0xc6120020, 3));
+  EXPECT_FALSE(a.is_rank_ip(0xc6120040, 3));
+  EXPECT_FALSE(a.is_rank_ip(a.rank_ips[2], 2)) << "rank 2 is not among the first two";
+}
+
 TEST(GenFrames, PushFrameParsesBackAndVerifies) {
   auto wl = Workload::build(signed_job(), 1500);
   ASSERT_TRUE(wl);

@@ -28,6 +28,15 @@ struct WorkerAddrs {
   [[nodiscard]] uint32_t ip_of(uint16_t rank) const noexcept {
     return rank < rank_ips.size() ? rank_ips[rank] : ip_base + rank;
   }
+  // Whether `ip` is the address of one of ranks 0..workers-1 (what an ARP request may ask this generator for):
+  // each rank's own, pinned or consecutive, and no address between two pinned ones.
+  [[nodiscard]] bool is_rank_ip(uint32_t ip, uint16_t workers) const noexcept {
+    if (rank_ips.empty()) return ip >= ip_base && ip - ip_base < workers;
+    for (uint16_t r = 0; r < workers; ++r) {
+      if (ip_of(r) == ip) return true;
+    }
+    return false;
+  }
   // The addresses of a packet from `rank` to the server's UDP port `server_port`.
   [[nodiscard]] proto::FlowAddrs flow(uint16_t rank, uint16_t server_port) const noexcept {
     proto::FlowAddrs f;
