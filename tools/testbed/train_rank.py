@@ -179,6 +179,7 @@ class System:
             self.opt = torch.optim.SGD(self.params, lr=a.lr, momentum=MOMENTUM)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_factor(a.steps))
         self.step_s, self.losses, self.compute_s, self.exchange_s = [], [], [], []
+        self.first_step_stats = None  # the phub client's counters after the first training step (its cost)
         self.ticks = [0, 0, 0]  # idle, total, the testbed's own (rank 0 only)
 
     def train(self, steps, x, y):
@@ -195,6 +196,8 @@ class System:
             self.sched.step()
             self.step_s.append(time.perf_counter() - t0)
             self.losses.append(loss.item())
+            if self.first_step_stats is None and self._client() is not None:
+                self.first_step_stats = self._client().stats()
         if self.rank == 0:
             self.ticks = [t + n - b for t, n, b in zip(self.ticks, self._ticks(), before)]
 
@@ -233,8 +236,11 @@ class System:
                 self.pg.allreduce([flat]).wait()
             self.exchange_s.append(time.perf_counter() - t0)
 
+    def _client(self):
+        return self.opt.client if self.ps else (self.state.client if self.state else None)
+
     def close(self):
-        client = self.opt.client if self.ps else (self.state.client if self.state else None)
+        client = self._client()
         stats = client.stats() if client else {}
         if self.state is not None:
             self.state.close()
@@ -243,7 +249,8 @@ class System:
         idle, total, own = self.ticks
         return {"step_s": self.step_s, "loss": self.losses, "compute_s": self.compute_s,
                 "exchange_s": self.exchange_s, "cpu_idle_share": idle / max(1, total),
-                "bench_cpu_share": own / max(1, total) if self.a.netns_prefix else None, "phub_stats": stats}
+                "bench_cpu_share": own / max(1, total) if self.a.netns_prefix else None, "phub_stats": stats,
+                "phub_stats_first_step": self.first_step_stats or {}}
 
 
 if __name__ == "__main__":
