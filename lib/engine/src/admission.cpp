@@ -13,6 +13,7 @@
 #include "phub/engine/hierarchy.hpp"
 #include "phub/engine/tenant_shares.hpp"
 #include "phub/engine/tx_buffer.hpp"
+#include "lcore.hpp"
 
 namespace phub::engine {
 

@@ -15,7 +15,7 @@
 #include "phub/base/eal_args.hpp"
 #include "phub/agg/kernels.hpp"
 #include "phub/config/queue_map.hpp"
-#include "phub/engine/lcore.hpp"
+#include "lcore.hpp"
 #include "phub/engine/lcore_job.hpp"
 #include "phub/engine/memory.hpp"
 #include "phub/proto/frame.hpp"

@@ -10,6 +10,7 @@
 #include "phub/agg/nonfinite.hpp"
 #include "phub/engine/checkpoint_id.hpp"
 #include "phub/engine/engine.hpp"
+#include "lcore.hpp"
 
 namespace phub::engine {
 namespace {

@@ -17,6 +17,7 @@
 #include "phub/engine/budget.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/drivers/eal.hpp"
+#include "lcore.hpp"
 
 namespace phub::engine {
 namespace {

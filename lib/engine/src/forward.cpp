@@ -12,7 +12,8 @@
 #include "phub/base/mac.hpp"
 #include "phub/drivers/arp_mbuf.hpp"
 #include "phub/engine/hierarchy.hpp"
-#include "phub/engine/lcore.hpp"
+#include "lcore.hpp"
+#include "job_handler.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/hub_link.hpp"
@@ -54,7 +55,7 @@ void Lcore::learn_hub_mac(const Snapshot& s, uint32_t ip, const MacAddr& mac) no
   }
 }
 
-bool Lcore::resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcept {
+bool JobHandler::resolve_hub(uint16_t rack) noexcept {
   Peer& hub = lj.hub_peer(rack);
   const uint64_t known = lj.hub_mac[rack].load(std::memory_order_relaxed);
   if (known != 0) {
@@ -67,10 +68,10 @@ bool Lcore::resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexce
     return true;
   }
   uint64_t& asked = lj.hub_arp_tsc[rack];
-  if (asked != 0 && now_tsc_ - asked < hz_ / 1'000'000 * kArpIntervalUs) return false;
-  asked = now_tsc_ | 1;
-  const PortInfo& pi = snap_->ports[hub.port];
-  rte_mbuf* m = rte_pktmbuf_alloc(r_.hdr_pool);
+  if (asked != 0 && io.now_tsc - asked < io.hz / 1'000'000 * kArpIntervalUs) return false;
+  asked = io.now_tsc | 1;
+  const PortInfo& pi = io.snap->ports[hub.port];
+  rte_mbuf* m = rte_pktmbuf_alloc(io.res.hdr_pool);
   if (m == nullptr) return false;
   auto* p = rte_pktmbuf_append(m, proto::kArpFrameBytes);
   if (p == nullptr) {
@@ -80,40 +81,35 @@ bool Lcore::resolve_hub(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexce
   (void)proto::build_arp_request(pi.mac, pi.ipv4, plan.hub->hubs[rack].ipv4,
                                  std::span<std::byte, proto::kArpFrameBytes>(reinterpret_cast<std::byte*>(p),
                                                                              proto::kArpFrameBytes));
-  tx_[hub.port].add(m, counters_);
+  io.tx[hub.port].add(m, io.counters);
   return false;
 }
 
-bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, proto::Header h, ResultBuf* from,
-                             const std::byte* payload, std::span<const std::byte> tail) noexcept {
+bool JobHandler::transmit_forward(uint16_t rack, proto::Header h, ResultBuf* from, const std::byte* payload,
+                                  std::span<const std::byte> tail) noexcept {
   // A hub_state carries the job's forward MAC (its echo proves it fresh); every forward goes under the link's
   // keys and numbering, which need both ends' nonces.
   HubLink* link = h.opcode == proto::Opcode::hub_state ? nullptr : &lj.hub_links[rack];
   if (link != nullptr && !link->keyed) {
-    count_drop(lj, Drop::fwd_link_unready);
+    io.count_drop(lj, Drop::fwd_link_unready);
     return false;
   }
-  if (!resolve_hub(plan, lj, rack)) {
-    count_drop(lj, Drop::hub_unresolved);
+  if (!resolve_hub(rack)) {
+    io.count_drop(lj, Drop::hub_unresolved);
     return false;
   }
   Peer& hub = lj.hub_peer(rack);
-  const bool chain = from != nullptr && tail.empty() && snap_->ports[hub.port].zero_copy_tx;
-  rte_mbuf* m = rte_pktmbuf_alloc(chain ? r_.hdr_pool : r_.copy_pool);
-  rte_mbuf* ext = chain ? rte_pktmbuf_alloc(r_.ext_pool) : nullptr;
-  if (m == nullptr || (chain && ext == nullptr)) {
-    rte_pktmbuf_free(m);
-    rte_pktmbuf_free(ext);
-    count_drop(lj, Drop::no_mbuf);
-    return false;
-  }
-  std::byte* p = write_l234(m, plan, lj, hub, proto::kHeaderBytes + h.payload_bytes);
+  rte_mbuf* m = nullptr;
+  rte_mbuf* ext = nullptr;
+  if (!alloc_payload_mbufs(hub.port, from != nullptr && tail.empty(), m, ext)) return false;
+  const bool chain = ext != nullptr;
+  std::byte* p = write_l234(m, hub, proto::kHeaderBytes + h.payload_bytes);
   if (p == nullptr) {
     rte_pktmbuf_free(ext);
     return false;
   }
   const uint64_t number = link != nullptr ? link->tx_seq++ : 0;
-  h.seq = link != nullptr ? static_cast<uint32_t>(number) : seq_++;
+  h.seq = link != nullptr ? static_cast<uint32_t>(number) : io.seq++;
   auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
   proto::write_header(h, wire);
   const auto seal = [&](std::span<const std::byte> bytes) {
@@ -128,13 +124,13 @@ bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
     rte_mbuf_ext_refcnt_update(&from->shinfo, 1);
     attach_result(ext, from, static_cast<size_t>(payload - from->data), h.payload_bytes);
     chain_payload(m, ext);
-    return queue_tx(lj, hub.port, m);
+    return io.queue_tx(lj, hub.port, m);
   }
   // Copied (a weights request is a header only): the payload and its tail, sealed as they lie in the frame.
   auto* dst = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, h.payload_bytes));
   if (dst == nullptr && h.payload_bytes != 0) {
     rte_pktmbuf_free(m);
-    count_drop(lj, Drop::no_mbuf);
+    io.count_drop(lj, Drop::no_mbuf);
     return false;
   }
   const size_t elems = h.payload_bytes - tail.size();
@@ -144,10 +140,10 @@ bool Lcore::transmit_forward(const JobPlan& plan, LcoreJob& lj, uint16_t rack, p
   if (elems != 0 && proto::opcode_is_forward(h.opcode) && h.opcode != proto::Opcode::fwd_hparams) {
     bump(lj.counters.forwards_copied);
   }
-  return queue_tx(lj, hub.port, m);
+  return io.queue_tx(lj, hub.port, m);
 }
 
-void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, bool retransmit) noexcept {
+void JobHandler::send_partial(Chunk& c, uint32_t seg, bool retransmit) noexcept {
   const JobMath& m = plan.math;
   // The fp32 sum lives in out[cur] (fp32 allreduce): pieces point into it. Else it is the accumulator.
   ResultBuf* from = sums_in_result(m) ? LcoreJob::buf(c, c.cur) : nullptr;
@@ -157,7 +153,7 @@ void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t s
   std::array<std::byte, proto::kTailBytes> tail_bytes{};
   std::span<const std::byte> tail;
   if (m.ps && c.hp_id != 0) {
-    send_hparams_to(plan, lj, c.home, c.hp_id);
+    send_hparams_to(c.home, c.hp_id);
     store_be<uint64_t>(tail_bytes.data(), c.hp_id);
     tail = tail_bytes;
   }
@@ -176,7 +172,7 @@ void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t s
     h.elem_offset = piece_offset(m, seg, piece);
     h.elem_count = static_cast<uint16_t>(n);
     h.epoch = lj.epoch;
-    if (!transmit_forward(plan, lj, c.home, h, from, reinterpret_cast<const std::byte*>(sum + h.elem_offset), tail)) {
+    if (!transmit_forward(c.home, h, from, reinterpret_cast<const std::byte*>(sum + h.elem_offset), tail)) {
       continue;  // counted; the resend timer tries again
     }
     bump(lj.counters.partials_sent);
@@ -190,48 +186,28 @@ void Lcore::send_partial(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t s
   // Its first result gives a round-trip sample unless a piece was resent (Karn's rule).
   if (c.forward_due_tsc == 0) {
     c.forward_backoff_tsc = lj.hub_resend[c.home].rto();
-    c.forward_due_tsc = now_tsc_ + c.forward_backoff_tsc;
-    c.forward_sent_tsc = retransmit ? 0 : now_tsc_;
+    c.forward_due_tsc = io.now_tsc + c.forward_backoff_tsc;
+    c.forward_sent_tsc = retransmit ? 0 : io.now_tsc;
     c.forward_samples = lj.hub_resend[c.home].samples();
   }
 }
 
-void Lcore::publish_resend_timer(LcoreJob& lj, uint16_t rack) noexcept {
+void JobHandler::publish_resend_timer(uint16_t rack) noexcept {
   const ResendTimer& t = lj.hub_resend[rack];
   __atomic_store_n(&lj.hub_counters[rack].srtt_tsc, t.srtt(), __ATOMIC_RELAXED);
   __atomic_store_n(&lj.hub_counters[rack].rto_tsc, t.rto(), __ATOMIC_RELAXED);
 }
 
-bool Lcore::send_hub_result(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
-                            uint16_t rack) noexcept {
+bool JobHandler::send_hub_result(const Chunk& c, int buf, uint32_t round, uint32_t seg, uint16_t rack) noexcept {
   proto::Header h = result_header(plan, c, buf, round, seg, rack, lj.epoch);
   h.opcode = proto::Opcode::fwd_result;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
-  if (!transmit_forward(plan, lj, rack, h, LcoreJob::buf(c, buf), c.out[buf] + off_bytes)) return false;
+  if (!transmit_forward(rack, h, LcoreJob::buf(c, buf), c.out[buf] + off_bytes)) return false;
   bump(lj.counters.hub_results_sent);
   return true;
 }
 
-void Lcore::complete_segment(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
-  bump(lj.counters.segments_completed);
-  const JobMath& m = plan.math;
-  if (!m.ps) {  // an allreduce job's non-finite results go out as they are, counted
-    const size_t bytes = dtype_bytes(m.out_dtype);
-    if (agg::any_nonfinite(c.out[c.cur] + static_cast<size_t>(segment_offset(m, seg)) * bytes, m.out_dtype,
-                           segment_elems(m, c, seg))) {
-      bump(lj.counters.nonfinite_sums);
-    }
-  }
-  send_segment_to_all(plan, lj, c, seg);
-  if (hierarchical(m) && c.home == m.hub.my_rack) {
-    for (uint16_t rack = 0; rack < m.hub.racks; ++rack) {
-      if (rack != m.hub.my_rack) (void)send_hub_result(plan, lj, c, c.cur, c.round, seg, rack);
-    }
-  }
-  if (round_complete(c)) finish_round(plan, lj, c);
-}
-
-void Lcore::resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_t now) noexcept {
+void JobHandler::resend_forwards(Chunk& c, uint64_t now) noexcept {
   const JobMath& m = plan.math;
   const auto unanswered = [&](uint32_t seg) { return locally_complete(m, c, seg) && !segment_done(m, c, seg); };
   bool waiting = false;
@@ -251,98 +227,98 @@ void Lcore::resend_forwards(const JobPlan& plan, LcoreJob& lj, Chunk& c, uint64_
     return;
   }
   for (uint32_t seg = 0; seg < c.segments; ++seg) {
-    if (unanswered(seg)) send_partial(plan, lj, c, seg, true);
+    if (unanswered(seg)) send_partial(c, seg, true);
   }
   // Timed out: no sample from this wait, and the next one (and the timer, until its next sample) twice as long.
   c.forward_sent_tsc = 0;
   c.forward_backoff_tsc = lj.hub_resend[c.home].timed_out(c.forward_backoff_tsc, c.forward_samples);
   c.forward_due_tsc = now + c.forward_backoff_tsc;
-  publish_resend_timer(lj, c.home);
+  publish_resend_timer(c.home);
 }
 
-void Lcore::on_forward(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+void JobHandler::on_forward(RxFrame& rx) noexcept {
   const HubPlan& hub = *plan.hub;
   const JobMath& m = plan.math;
   const proto::Header& h = rx.hdr;
   const bool init = h.opcode == proto::Opcode::fwd_init;
-  if (init && !m.ps) return count_drop(lj, Drop::unexpected_opcode);
+  if (init && !m.ps) return io.count_drop(lj, Drop::unexpected_opcode);
   // Partials and inits go to the home and name their sending rack (an init's payload only rank 0's); a
   // result names the rack it is addressed to (this one).
   const bool to_home = h.opcode != proto::Opcode::fwd_result;
   if (to_home ? (h.rank >= m.hub.racks || h.rank == m.hub.my_rack) : h.rank != m.hub.my_rack) {
-    return count_drop(lj, Drop::fwd_bad_rack);
+    return io.count_drop(lj, Drop::fwd_bad_rack);
   }
-  if (init && h.elem_count != 0 && h.rank != m.hub.rack_of_rank[0]) return count_drop(lj, Drop::fwd_bad_rack);
+  if (init && h.elem_count != 0 && h.rank != m.hub.rack_of_rank[0]) return io.count_drop(lj, Drop::fwd_bad_rack);
   // A hyperparameter set (or its acknowledgement) names no chunk: its chunk_id and elem_offset hold the set's
   // id, its rank the sending rack either way.
   const bool set = h.opcode == proto::Opcode::fwd_hparams;
-  if (!set && h.chunk_id >= plan.layout.chunk_count()) return count_drop(lj, Drop::bad_chunk);
+  if (!set && h.chunk_id >= plan.layout.chunk_count()) return io.count_drop(lj, Drop::bad_chunk);
   const proto::ChunkInfo& ci = plan.layout.chunk(set ? 0 : h.chunk_id);
-  if (!set && ci.owner != plan.first_owner + r_.index) return count_drop(lj, Drop::wrong_owner);
+  if (!set && ci.owner != plan.first_owner + io.res.index) return io.count_drop(lj, Drop::wrong_owner);
   const uint16_t home = set ? m.hub.my_rack : m.hub.homes->home(h.chunk_id);
-  if (to_home ? home != m.hub.my_rack : home == m.hub.my_rack) return count_drop(lj, Drop::fwd_not_home);
+  if (to_home ? home != m.hub.my_rack : home == m.hub.my_rack) return io.count_drop(lj, Drop::fwd_not_home);
   const uint16_t from = to_home ? h.rank : home;
   const HubPlan::Hub& sender = hub.hubs[from];
-  if (rx.ip.src != sender.ipv4 || rx.udp.src_port != sender.port_base + r_.index) {
-    return count_drop(lj, Drop::fwd_wrong_source);
+  if (rx.ip.src != sender.ipv4 || rx.udp.src_port != sender.port_base + io.res.index) {
+    return io.count_drop(lj, Drop::fwd_wrong_source);
   }
   // Nothing is taken from a peer until its hub_state showed the same hierarchy (docs/hierarchy.md).
   switch (__atomic_load_n(&lj.hub_counters[from].fingerprint_state, __ATOMIC_RELAXED)) {
     case HubPeerCounters::kFingerprintEqual:
       break;
     case HubPeerCounters::kFingerprintDiffers:
-      return count_drop(lj, Drop::fwd_fingerprint_mismatch);
+      return io.count_drop(lj, Drop::fwd_fingerprint_mismatch);
     default:
-      return count_drop(lj, Drop::fwd_peer_unverified);
+      return io.count_drop(lj, Drop::fwd_peer_unverified);
   }
   // Authentic under the link's keys (so of both ends' present lives) and not seen before on the link.
   HubLink& link = lj.hub_links[from];
-  if (!link.keyed) return count_drop(lj, Drop::fwd_peer_unverified);
+  if (!link.keyed) return io.count_drop(lj, Drop::fwd_peer_unverified);
   switch (proto::open_link_forward(plan.key, link.rx_key, link.rx_window, rx.msg.first<proto::kHeaderBytes>(), rx.payload)) {
     case proto::LinkVerdict::ok:
       break;
     case proto::LinkVerdict::bad_mac:
-      return count_drop(lj, Drop::fwd_bad_mac);
+      return io.count_drop(lj, Drop::fwd_bad_mac);
     case proto::LinkVerdict::replayed:
-      return count_drop(lj, Drop::fwd_replayed);
+      return io.count_drop(lj, Drop::fwd_replayed);
   }
-  if (h.epoch != lj.epoch) return count_drop(lj, Drop::epoch_mismatch);
-  if (h.opcode == proto::Opcode::fwd_hparams) return on_fwd_hparams(rx, plan, lj);
+  if (h.epoch != lj.epoch) return io.count_drop(lj, Drop::epoch_mismatch);
+  if (h.opcode == proto::Opcode::fwd_hparams) return on_fwd_hparams(rx);
   // Fresh, authentic and of this epoch, from the hub's address: its MAC is where forwards to it go, and it
   // answered now. Nothing recorded earlier gets this far.
   lj.hub_mac[from].store(pack_mac(rx.l2.src), std::memory_order_relaxed);
   HubPeerCounters& peer = lj.hub_counters[from];
-  __atomic_store_n(&peer.last_answer_tsc, now_tsc_, __ATOMIC_RELAXED);
+  __atomic_store_n(&peer.last_answer_tsc, io.now_tsc, __ATOMIC_RELAXED);
   if ((h.flags & proto::flag::retransmit) != 0) bump(lj.counters.retransmits_seen);
 
   Chunk& c = lj.chunk(ci.local_index);
   const uint32_t seg = h.elem_offset / m.segment_elems;
   const uint32_t in_seg = h.elem_offset % m.segment_elems;
-  if (seg >= c.segments) return count_drop(lj, Drop::fwd_bad_piece);
+  if (seg >= c.segments) return io.count_drop(lj, Drop::fwd_bad_piece);
   if (init) {
     // A segment of rank 0's init, or (no elements, offset 0) a request for the chunk's weights.
     const bool fits = h.elem_count == 0 ? h.elem_offset == 0 : in_seg == 0 && h.elem_count == segment_elems(m, c, seg);
-    if (!fits) return count_drop(lj, Drop::fwd_bad_piece);
-    return on_fwd_init(rx, plan, lj, c, seg);
+    if (!fits) return io.count_drop(lj, Drop::fwd_bad_piece);
+    return on_fwd_init(rx, c, seg);
   }
   if (h.opcode == proto::Opcode::fwd_partial) {
     const auto piece = static_cast<uint16_t>(in_seg / m.hub.piece_elems);
     if (in_seg % m.hub.piece_elems != 0 || piece >= pieces_of(m, c, seg) || h.elem_count != piece_elems(m, c, seg, piece)) {
-      return count_drop(lj, Drop::fwd_bad_piece);
+      return io.count_drop(lj, Drop::fwd_bad_piece);
     }
     bump(peer.partials_received);
-    return on_partial(rx, plan, lj, c, seg, piece);
+    return on_partial(rx, c, seg, piece);
   }
-  if (in_seg != 0 || h.elem_count != segment_elems(m, c, seg)) return count_drop(lj, Drop::fwd_bad_piece);
-  if (h.dtype != m.out_dtype) return count_drop(lj, Drop::dtype_mismatch);
+  if (in_seg != 0 || h.elem_count != segment_elems(m, c, seg)) return io.count_drop(lj, Drop::fwd_bad_piece);
+  if (h.dtype != m.out_dtype) return io.count_drop(lj, Drop::dtype_mismatch);
   bump(peer.results_received);
-  on_hub_result(rx, plan, lj, c, seg);
+  on_hub_result(rx, c, seg);
 }
 
-void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg, uint16_t piece) noexcept {
+void JobHandler::on_partial(RxFrame& rx, Chunk& c, uint32_t seg, uint16_t piece) noexcept {
   const proto::Header& h = rx.hdr;
-  if (deferred(rx, plan, lj, c)) return;
-  if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);  // before the next round can change it
+  if (deferred(rx, c)) return;
+  if (lj.capture != nullptr) capture_segment(c, seg);  // before the next round can change it
   const bool opens_round = c.first_tsc == 0;
   RoundIntent intent;
   if (plan.math.ps) {
@@ -353,7 +329,7 @@ void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
     }
   }
   const PushResult result =
-      contribute_partial(plan.math, c, h.rank, h.round, seg, piece, rx.payload.data(), now_tsc_, intent);
+      contribute_partial(plan.math, c, h.rank, h.round, seg, piece, rx.payload.data(), io.now_tsc, intent);
   if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
   switch (result) {
     case PushResult::accepted:
@@ -362,64 +338,64 @@ void Lcore::on_partial(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
       break;
     case PushResult::segment_complete:
       bump(lj.counters.partials_received);
-      complete_segment(plan, lj, c, seg);
+      complete_segment(c, seg);
       break;
     case PushResult::duplicate:
       bump(lj.counters.duplicates);
       break;
     case PushResult::duplicate_complete:  // the rack hub lost the result: its resent partial asks again
       bump(lj.counters.duplicates);
-      if (send_hub_result(plan, lj, c, c.cur, c.round, seg, h.rank)) bump(lj.counters.hub_results_resent);
+      if (send_hub_result(c, c.cur, c.round, seg, h.rank)) bump(lj.counters.hub_results_resent);
       break;
     case PushResult::previous_round:
       bump(lj.counters.duplicates);
-      if (send_hub_result(plan, lj, c, c.cur ^ 1, h.round, seg, h.rank)) bump(lj.counters.hub_results_resent);
+      if (send_hub_result(c, c.cur ^ 1, h.round, seg, h.rank)) bump(lj.counters.hub_results_resent);
       break;
     case PushResult::ahead:
-      count_drop(lj, Drop::round_ahead);
+      io.count_drop(lj, Drop::round_ahead);
       break;
     case PushResult::behind:
-      count_drop(lj, Drop::round_behind);
+      io.count_drop(lj, Drop::round_behind);
       break;
     case PushResult::not_initialized:
-      count_drop(lj, Drop::not_initialized);
+      io.count_drop(lj, Drop::not_initialized);
       break;
     case PushResult::bad_round:
-      count_drop(lj, Drop::bad_request);
+      io.count_drop(lj, Drop::bad_request);
       break;
     case PushResult::hparams_unknown:  // the rack hub sends the set again with its next resend of the partial
-      count_drop(lj, Drop::hparams_unknown);
+      io.count_drop(lj, Drop::hparams_unknown);
       break;
     case PushResult::hparams_mismatch:  // racks disagree: the round waits (stalled reports reach the ranks)
-      count_drop(lj, Drop::hparams_mismatch);
+      io.count_drop(lj, Drop::hparams_mismatch);
       break;
   }
 }
 
-void Lcore::on_hub_result(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
-  if (deferred(rx, plan, lj, c)) return;
+void JobHandler::on_hub_result(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
+  if (deferred(rx, c)) return;
   // ps: a result labelled with the round before the current one holds the home's newest weights.
-  if (plan.math.ps && rx.hdr.round == prev_round(plan.math, c.round)) return on_hub_weights(rx, plan, lj, c, seg);
-  if (lj.capture != nullptr) capture_segment(plan, lj, c, seg);
+  if (plan.math.ps && rx.hdr.round == prev_round(plan.math, c.round)) return on_hub_weights(rx, c, seg);
+  if (lj.capture != nullptr) capture_segment(c, seg);
   // A round the home skipped (a rank of any rack declared it non-finite): this rack's results say so too.
   if (plan.math.ps && rx.hdr.round == c.round && (rx.hdr.flags & proto::flag::nonfinite) != 0) c.skip = true;
   switch (accept_result(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
     case ResultArrival::completed:
       bump(lj.counters.hub_results_received);
-      lj.hub_result_tsc[c.home] = now_tsc_;
+      lj.hub_result_tsc[c.home] = io.now_tsc;
       if (c.forward_sent_tsc != 0) {  // the first answer of a wait whose partials went out once
-        lj.hub_resend[c.home].sample(now_tsc_ - c.forward_sent_tsc);
+        lj.hub_resend[c.home].sample(io.now_tsc - c.forward_sent_tsc);
         c.forward_sent_tsc = 0;
-        publish_resend_timer(lj, c.home);
+        publish_resend_timer(c.home);
       }
-      complete_segment(plan, lj, c, seg);
+      complete_segment(c, seg);
       break;
     case ResultArrival::duplicate:
       bump(lj.counters.duplicates);
       break;
     case ResultArrival::other_round:
     case ResultArrival::not_forwarded:
-      count_drop(lj, Drop::fwd_stale);
+      io.count_drop(lj, Drop::fwd_stale);
       break;
   }
 }

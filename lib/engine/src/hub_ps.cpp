@@ -2,17 +2,18 @@
 // its weights and optimizer state; rank 0's hub forwards rank 0's init to the home (fwd_init), and a rack
 // hub without a chunk's weights asks the home for them (a fwd_init without elements). The home answers both
 // with fwd_result segments of its newest weights, which a rack hub keeps as what its pulls return.
-#include "phub/engine/lcore.hpp"
+#include "lcore.hpp"
+#include "job_handler.hpp"
 #include "rx_frame.hpp"
 
 namespace phub::engine {
 
-void Lcore::relay_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
+void JobHandler::relay_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   const JobMath& m = plan.math;
   if (segment_initialized(c, seg)) {
     // The home's weights are here: answered as a flat server answers an init (its current weights).
     const auto [buffer, label] = newest_result(m, c);
-    (void)send_segment(plan, lj, c, buffer, label, seg, rx.hdr.rank);
+    (void)send_segment(c, buffer, label, seg, rx.hdr.rank);
     return;
   }
   // Forwarded as it came (its dtype, its elements): the size of the packet rank 0 sent, never more. Rank 0
@@ -26,19 +27,19 @@ void Lcore::relay_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint
   h.epoch = lj.epoch;
   h.crc32c = 0;
   h.aux = 0;
-  transmit_forward(plan, lj, c.home, h, nullptr, rx.payload.data());
+  transmit_forward(c.home, h, nullptr, rx.payload.data());
   bump(lj.counters.inits_forwarded);
 }
 
-void Lcore::ask_home_for_weights(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
+void JobHandler::ask_home_for_weights(Chunk& c) noexcept {
   const JobMath& m = plan.math;
   if (!m.ps || !hierarchical(m) || c.home == m.hub.my_rack) return;
   // At most once per RTO of the resend timer towards the home (100 ms before its first sample): the answer is
   // the whole chunk, which takes a while over a rack uplink, and each worker of the rack pulls every 5 ms
   // while it waits. Asking every millisecond had the home send the chunk again and again while its first
   // answer was still queued. A lost request or answer is asked again one RTO later.
-  if (c.weights_asked_tsc != 0 && now_tsc_ - c.weights_asked_tsc < lj.hub_resend[c.home].rto()) return;
-  c.weights_asked_tsc = now_tsc_ | 1;
+  if (c.weights_asked_tsc != 0 && io.now_tsc - c.weights_asked_tsc < lj.hub_resend[c.home].rto()) return;
+  c.weights_asked_tsc = io.now_tsc | 1;
   proto::Header h;
   h.opcode = proto::Opcode::fwd_init;
   h.dtype = m.out_dtype;
@@ -47,11 +48,11 @@ void Lcore::ask_home_for_weights(const JobPlan& plan, LcoreJob& lj, Chunk& c) no
   h.round = newest_result(m, c).second;
   h.chunk_id = c.id;
   h.epoch = lj.epoch;
-  transmit_forward(plan, lj, c.home, h, nullptr, nullptr);
+  transmit_forward(c.home, h, nullptr, nullptr);
   bump(lj.counters.weights_requested);
 }
 
-void Lcore::on_fwd_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
+void JobHandler::on_fwd_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   const JobMath& m = plan.math;
   const proto::Header& h = rx.hdr;
   const bool request = h.elem_count == 0;
@@ -64,13 +65,13 @@ void Lcore::on_fwd_init(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uin
   bool answered = false;
   for (uint32_t s = first; s < last; ++s) {
     if (!segment_initialized(c, s)) continue;  // rank 0's init of it has not come yet
-    if (send_hub_result(plan, lj, c, buffer, label, s, h.rank)) bump(lj.counters.weights_sent);
+    if (send_hub_result(c, buffer, label, s, h.rank)) bump(lj.counters.weights_sent);
     answered = true;
   }
-  if (!answered) count_drop(lj, Drop::not_initialized);
+  if (!answered) io.count_drop(lj, Drop::not_initialized);
 }
 
-void Lcore::on_hub_weights(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, uint32_t seg) noexcept {
+void JobHandler::on_hub_weights(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   switch (accept_weights(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
     case WeightsArrival::stored:
       bump(lj.counters.weights_received);
@@ -79,7 +80,7 @@ void Lcore::on_hub_weights(Rx& rx, const JobPlan& plan, LcoreJob& lj, Chunk& c, 
       bump(lj.counters.duplicates);
       break;
     case WeightsArrival::other_round:
-      count_drop(lj, Drop::fwd_stale);
+      io.count_drop(lj, Drop::fwd_stale);
       break;
   }
 }

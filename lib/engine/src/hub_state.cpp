@@ -11,7 +11,8 @@
 #include <algorithm>
 
 #include "phub/engine/hierarchy.hpp"
-#include "phub/engine/lcore.hpp"
+#include "lcore.hpp"
+#include "job_handler.hpp"
 #include "phub/proto/hub_link.hpp"
 #include "phub/proto/hub_state.hpp"
 #include "rx_frame.hpp"
@@ -34,7 +35,7 @@ uint16_t authority(const JobPlan& plan) noexcept { return plan.math.hub.rack_of_
 
 }  // namespace
 
-void Lcore::rekey_link(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcept {
+void JobHandler::rekey_link(uint16_t rack) noexcept {
   HubLink& link = lj.hub_links[rack];
   link.keyed = link.my_nonce != 0 && link.peer_nonce != 0;
   link.tx_seq = 1;
@@ -42,7 +43,7 @@ void Lcore::rekey_link(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcep
   if (!link.keyed) return;
   proto::HubLinkContext c;
   c.job_id = plan.cfg.id;
-  c.lcore_index = r_.index;
+  c.lcore_index = io.res.index;
   c.from_rack = plan.math.hub.my_rack;
   c.to_rack = rack;
   c.from_nonce = link.my_nonce;
@@ -54,19 +55,19 @@ void Lcore::rekey_link(const JobPlan& plan, LcoreJob& lj, uint16_t rack) noexcep
   bump(lj.counters.hub_links_keyed);
 }
 
-void Lcore::hub_state_changed(LcoreJob& lj) noexcept {
+void JobHandler::hub_state_changed() noexcept {
   for (HubLink& link : lj.hub_links) {
     link.peer_has_mine = false;
     link.next_send_tsc = 0;
   }
 }
 
-void Lcore::send_hub_states(const JobPlan& plan, LcoreJob& lj) noexcept {
+void JobHandler::send_hub_states() noexcept {
   for (uint16_t rack = 0; rack < plan.math.hub.racks; ++rack) {
     HubLink& link = lj.hub_links[rack];
-    if (rack == plan.math.hub.my_rack || (link.next_send_tsc != 0 && now_tsc_ < link.next_send_tsc)) continue;
+    if (rack == plan.math.hub.my_rack || (link.next_send_tsc != 0 && io.now_tsc < link.next_send_tsc)) continue;
     // Not sent while ARP has not found the peer yet (resolve_hub asks): the next tick tries again.
-    if (!resolve_hub(plan, lj, rack)) continue;
+    if (!resolve_hub(rack)) continue;
     proto::HubState st;
     st.fingerprint = plan.hub->fingerprint.parts;
     st.nonce = link.my_nonce;
@@ -86,26 +87,26 @@ void Lcore::send_hub_states(const JobPlan& plan, LcoreJob& lj) noexcept {
     h.rank = plan.math.hub.my_rack;
     h.epoch = lj.epoch;
     h.payload_bytes = static_cast<uint16_t>(payload.size());
-    if (transmit_forward(plan, lj, rack, h, nullptr, payload.data())) bump(lj.counters.hub_states_sent);
-    uint64_t wait = hz_ / 1'000'000 * (link.peer_has_mine ? kKeepAliveUs : kResendUs);
-    if (snap_->round_stall_tsc != 0) wait = std::min(wait, snap_->round_stall_tsc / 4);  // seen before the deadline
-    link.next_send_tsc = now_tsc_ + wait;
+    if (transmit_forward(rack, h, nullptr, payload.data())) bump(lj.counters.hub_states_sent);
+    uint64_t wait = io.hz / 1'000'000 * (link.peer_has_mine ? kKeepAliveUs : kResendUs);
+    if (io.snap->round_stall_tsc != 0) wait = std::min(wait, io.snap->round_stall_tsc / 4);  // seen before the deadline
+    link.next_send_tsc = io.now_tsc + wait;
   }
 }
 
-void Lcore::on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+void JobHandler::on_hub_state(RxFrame& rx) noexcept {
   const HubPlan& hub = *plan.hub;
   const proto::Header& h = rx.hdr;
   if (!proto::verify_fwd(plan.key, hub.payload_key, rx.msg.first<proto::kHeaderBytes>(), rx.payload)) {
-    return count_drop(lj, Drop::fwd_bad_mac);
+    return io.count_drop(lj, Drop::fwd_bad_mac);
   }
-  if (h.rank >= plan.math.hub.racks || h.rank == plan.math.hub.my_rack) return count_drop(lj, Drop::fwd_bad_rack);
+  if (h.rank >= plan.math.hub.racks || h.rank == plan.math.hub.my_rack) return io.count_drop(lj, Drop::fwd_bad_rack);
   const HubPlan::Hub& sender = hub.hubs[h.rank];
-  if (rx.ip.src != sender.ipv4 || rx.udp.src_port != sender.port_base + r_.index) {
-    return count_drop(lj, Drop::fwd_wrong_source);
+  if (rx.ip.src != sender.ipv4 || rx.udp.src_port != sender.port_base + io.res.index) {
+    return io.count_drop(lj, Drop::fwd_wrong_source);
   }
   const auto st = proto::parse_hub_state(rx.payload);  // parse_header checked it: always a value here
-  if (!st) return count_drop(lj, Drop::fwd_bad_piece);
+  if (!st) return io.count_drop(lj, Drop::fwd_bad_piece);
   HubLink& link = lj.hub_links[h.rank];
   if (st->echo == 0) {
     // The peer has not heard from this lcore yet (it started, or this one did), or a replay of such a
@@ -115,24 +116,24 @@ void Lcore::on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     link.next_send_tsc = 0;
     return;
   }
-  if (st->echo != link.my_nonce) return count_drop(lj, Drop::hub_state_stale);  // another run's, or replayed
+  if (st->echo != link.my_nonce) return io.count_drop(lj, Drop::hub_state_stale);  // another run's, or replayed
 
   // Fresh: the peer sent it after it received this lcore's nonce. Another nonce than the one taken comes from
   // a later life of the peer (a restart; rank 0's hub drawing anew), or, once the nonce taken went silent, from
   // a peer that restarted with its clock behind. A message of an earlier life replayed now is neither.
   if (link.peer_nonce != st->nonce) {
     const bool later_life = st->life > link.peer_life;
-    const bool silent = link.peer_nonce == 0 || now_tsc_ - link.peer_fresh_tsc > hz_ / 1'000'000 * kPeerSilentUs;
-    if (!later_life && !silent) return count_drop(lj, Drop::hub_state_stale);
+    const bool silent = link.peer_nonce == 0 || io.now_tsc - link.peer_fresh_tsc > io.hz / 1'000'000 * kPeerSilentUs;
+    if (!later_life && !silent) return io.count_drop(lj, Drop::hub_state_stale);
     link.peer_nonce = st->nonce;
     link.peer_life = st->life;
     link.candidate_nonce = 0;
     link.next_send_tsc = 0;  // a nonce not echoed yet is answered at once
-    rekey_link(plan, lj, h.rank);
+    rekey_link(h.rank);
   }
-  link.peer_fresh_tsc = now_tsc_;
+  link.peer_fresh_tsc = io.now_tsc;
   HubPeerCounters& peer = lj.hub_counters[h.rank];
-  __atomic_store_n(&peer.last_answer_tsc, now_tsc_, __ATOMIC_RELAXED);
+  __atomic_store_n(&peer.last_answer_tsc, io.now_tsc, __ATOMIC_RELAXED);
   bump(peer.states_received);
   bump(lj.counters.hub_states_received);
   uint64_t differs = 0;
@@ -162,7 +163,7 @@ void Lcore::on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       do link.my_nonce = static_cast<uint32_t>(rte_rand()); while (link.my_nonce == 0);
       ++link.my_life;  // a later life of this lcore's nonce: the peer takes it
       link.next_send_tsc = 0;
-      rekey_link(plan, lj, h.rank);
+      rekey_link(h.rank);
     }
     link.authority_nonce = st->nonce;
   }
@@ -176,11 +177,11 @@ void Lcore::on_hub_state(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
       bump(lj.counters.hub_epochs_adopted);
       return;
     }
-    if (!new_run) return count_drop(lj, Drop::hub_state_stale);
+    if (!new_run) return io.count_drop(lj, Drop::hub_state_stale);
   } else if (!new_run && !proto::epoch_newer(h.epoch, lj.epoch)) {
-    return count_drop(lj, Drop::hub_state_stale);  // an older epoch of the run followed: a replay
+    return io.count_drop(lj, Drop::hub_state_stale);  // an older epoch of the run followed: a replay
   }
-  start_epoch(plan, lj, h.epoch, (st->flags & proto::hub_state_flag::fresh_weights) != 0);
+  start_epoch(h.epoch, (st->flags & proto::hub_state_flag::fresh_weights) != 0);
   lj.epoch_first_round = st->first_round;
   rank0.incarnation = st->rank0_holder;
   bump(lj.counters.hub_epochs_adopted);

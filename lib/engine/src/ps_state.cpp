@@ -5,7 +5,8 @@
 #include <cstring>
 
 #include "phub/base/bytes.hpp"
-#include "phub/engine/lcore.hpp"
+#include "lcore.hpp"
+#include "job_handler.hpp"
 #include "messages.hpp"
 #include "phub/proto/hparams.hpp"
 #include "rx_frame.hpp"
@@ -54,11 +55,11 @@ proto::Header set_answer(const JobPlan& plan, const proto::Header& req, proto::O
 
 }  // namespace
 
-void Lcore::on_hparams(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+void JobHandler::on_hparams(RxFrame& rx) noexcept {
   // Only a ps job's workers register sets; a set is answered with a header (never more than it brought).
   if (!plan.math.ps || rx.payload.size() != proto::kHparamsBytes) {
-    count_drop(lj, Drop::bad_request);
-    return send_error(rx, plan, lj, proto::Status::bad_request, 0);
+    io.count_drop(lj, Drop::bad_request);
+    return send_error(rx, proto::Status::bad_request, 0);
   }
   const uint64_t id = proto::id_of_fields(rx.hdr.chunk_id, rx.hdr.elem_offset);
   const auto wire = rx.payload.first<proto::kHparamsBytes>();
@@ -66,24 +67,24 @@ void Lcore::on_hparams(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const auto params = set ? hparams_for_job(plan.math.optimizer, *set) : std::nullopt;
   if (!params || proto::hparams_id(wire) != id) {
     // aux names the job's optimizer, so that a worker built for another one can say which it should be.
-    count_drop(lj, Drop::hparams_refused);
-    return send_error(rx, plan, lj, proto::Status::bad_request, optimizer_code(plan.math.optimizer));
+    io.count_drop(lj, Drop::hparams_refused);
+    return send_error(rx, proto::Status::bad_request, optimizer_code(plan.math.optimizer));
   }
   proto::HparamsWire copy;
   std::copy(wire.begin(), wire.end(), copy.begin());
   lj.hparams.put(id, *params, copy);
   bump(lj.counters.hparams_registered);
-  (void)reply(rx, plan, lj, set_answer(plan, rx.hdr, proto::Opcode::hparams));
+  (void)reply(rx, set_answer(plan, rx.hdr, proto::Opcode::hparams));
 }
 
 // The piece of chunk `c` a state pull or init names: element offset and count, or false (counted, answered).
-bool Lcore::state_piece(Rx& rx, const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t& off, uint32_t& n) noexcept {
+bool JobHandler::state_piece(RxFrame& rx, const Chunk& c, uint32_t& off, uint32_t& n) noexcept {
   const uint32_t piece = plan.state_piece_elems;
   off = rx.hdr.elem_offset;
   n = off < c.elems ? std::min(piece, c.elems - off) : 0;
   if (piece == 0 || off % piece != 0 || n == 0 || rx.hdr.elem_count != n) {
-    count_drop(lj, Drop::bad_segment);
-    send_error(rx, plan, lj, proto::Status::bad_request, piece);
+    io.count_drop(lj, Drop::bad_segment);
+    send_error(rx, proto::Status::bad_request, piece);
     return false;
   }
   return true;
@@ -91,10 +92,10 @@ bool Lcore::state_piece(Rx& rx, const JobPlan& plan, LcoreJob& lj, const Chunk& 
 
 // The chunk a state pull or init names, when this lcore keeps the optimizer's arrays for it (a flat ps job);
 // otherwise counted and answered.
-Chunk* Lcore::state_chunk(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+Chunk* JobHandler::state_chunk(RxFrame& rx) noexcept {
   auto refuse = [&](Drop d, proto::Status s, uint32_t aux) -> Chunk* {
-    count_drop(lj, d);
-    send_error(rx, plan, lj, s, aux);
+    io.count_drop(lj, d);
+    send_error(rx, s, aux);
     return nullptr;
   };
   // A hierarchical job keeps them at each chunk's home hub, which workers do not talk to.
@@ -103,7 +104,7 @@ Chunk* Lcore::state_chunk(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     return refuse(Drop::bad_chunk, proto::Status::unknown_chunk, plan.layout.chunk_count());
   }
   const proto::ChunkInfo& ci = plan.layout.chunk(rx.hdr.chunk_id);
-  if (ci.owner != plan.first_owner + r_.index) return refuse(Drop::wrong_owner, proto::Status::bad_request, ci.owner);
+  if (ci.owner != plan.first_owner + io.res.index) return refuse(Drop::wrong_owner, proto::Status::bad_request, ci.owner);
   Chunk& c = lj.chunk(ci.local_index);
   if (state_array(c, static_cast<uint8_t>(rx.hdr.status)) == nullptr) {
     return refuse(Drop::bad_request, proto::Status::bad_request, optimizer_code(plan.math.optimizer));
@@ -111,21 +112,21 @@ Chunk* Lcore::state_chunk(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   return &c;
 }
 
-void Lcore::on_state_pull(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
-  Chunk* cp = state_chunk(rx, plan, lj);
+void JobHandler::on_state_pull(RxFrame& rx) noexcept {
+  Chunk* cp = state_chunk(rx);
   if (cp == nullptr) return;
   Chunk& c = *cp;
   bump(lj.counters.pulls);
   if (!c.has_prev && !c.advance_pending) {
-    count_drop(lj, Drop::not_initialized);
-    return send_error(rx, plan, lj, proto::Status::not_initialized, 0);
+    io.count_drop(lj, Drop::not_initialized);
+    return send_error(rx, proto::Status::not_initialized, 0);
   }
   // offset 0 with count 0 asks for every piece of the chunk.
   const uint32_t piece = plan.state_piece_elems;
   uint32_t first = 0, last = c.elems;
   if (!(rx.hdr.elem_offset == 0 && rx.hdr.elem_count == 0)) {
     uint32_t n = 0;
-    if (!state_piece(rx, plan, lj, c, first, n)) return;
+    if (!state_piece(rx, c, first, n)) return;
     last = first + n;
   }
   const auto array = static_cast<uint8_t>(rx.hdr.status);
@@ -147,20 +148,20 @@ void Lcore::on_state_pull(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
     h.elem_count = static_cast<uint16_t>(n);
     h.payload_bytes = static_cast<uint16_t>(n * sizeof(float) + proto::kTailBytes);
     h.epoch = lj.epoch;
-    if (!send_copied(plan, lj, peer, h, reinterpret_cast<const std::byte*>(from + off), c.step)) return;
+    if (!send_copied(peer, h, reinterpret_cast<const std::byte*>(from + off), c.step)) return;
   }
 }
 
-void Lcore::on_state_init(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
-  Chunk* cp = state_chunk(rx, plan, lj);
+void JobHandler::on_state_init(RxFrame& rx) noexcept {
+  Chunk* cp = state_chunk(rx);
   if (cp == nullptr) return;
   Chunk& c = *cp;
   uint32_t off = 0, n = 0;
   if (rx.hdr.rank != 0 || (rx.hdr.flags & proto::flag::tail) == 0) {
-    count_drop(lj, Drop::bad_request);
-    return send_error(rx, plan, lj, proto::Status::bad_request, 0);
+    io.count_drop(lj, Drop::bad_request);
+    return send_error(rx, proto::Status::bad_request, 0);
   }
-  if (!state_piece(rx, plan, lj, c, off, n)) return;
+  if (!state_piece(rx, c, off, n)) return;
   const auto array = static_cast<uint8_t>(rx.hdr.status);
   const uint64_t step = load_be<uint64_t>(rx.payload.data() + static_cast<size_t>(n) * sizeof(float));
   InitResult r = InitResult::too_late;
@@ -183,14 +184,14 @@ void Lcore::on_state_init(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   h.flags = proto::flag::tail;
   h.round = newest_result(plan.math, c).second;
   h.epoch = lj.epoch;
-  (void)send_copied(plan, lj, lj.peer(rx.hdr.rank), h, reinterpret_cast<const std::byte*>(state_array(c, array) + off),
+  (void)send_copied(lj.peer(rx.hdr.rank), h, reinterpret_cast<const std::byte*>(state_array(c, array) + off),
                     c.step);
 }
 
-void Lcore::send_hparams_to(const JobPlan& plan, LcoreJob& lj, uint16_t rack, uint64_t id) noexcept {
+void JobHandler::send_hparams_to(uint16_t rack, uint64_t id) noexcept {
   HubHparams& at = lj.hub_hparams[rack];
   if (at.has(id)) return;
-  if (at.sent_id == id && now_tsc_ - at.sent_tsc < lj.hub_resend[rack].rto()) return;
+  if (at.sent_id == id && io.now_tsc - at.sent_tsc < lj.hub_resend[rack].rto()) return;
   const proto::HparamsWire* wire = lj.hparams.wire(id);
   if (wire == nullptr) return;  // (a round's set was found in the table when the round took it)
   proto::Header h = set_answer(plan, proto::Header{}, proto::Opcode::fwd_hparams);
@@ -199,17 +200,17 @@ void Lcore::send_hparams_to(const JobPlan& plan, LcoreJob& lj, uint16_t rack, ui
   h.elem_offset = static_cast<uint32_t>(id);
   h.epoch = lj.epoch;
   h.payload_bytes = static_cast<uint16_t>(proto::kHparamsBytes);
-  if (transmit_forward(plan, lj, rack, h, nullptr, wire->data())) {
+  if (transmit_forward(rack, h, nullptr, wire->data())) {
     at.sent_id = id;
-    at.sent_tsc = now_tsc_;
+    at.sent_tsc = io.now_tsc;
   }
 }
 
-void Lcore::on_fwd_hparams(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
+void JobHandler::on_fwd_hparams(RxFrame& rx) noexcept {
   // rank: the sending hub's rack (checked, with its address, as every forward's). A set goes to a chunk home;
   // the home's answer, with no payload, acknowledges it.
   const uint64_t id = proto::id_of_fields(rx.hdr.chunk_id, rx.hdr.elem_offset);
-  if (!plan.math.ps) return count_drop(lj, Drop::unexpected_opcode);
+  if (!plan.math.ps) return io.count_drop(lj, Drop::unexpected_opcode);
   if (rx.payload.empty()) {
     lj.hub_hparams[rx.hdr.rank].ack(id);
     return;
@@ -217,7 +218,7 @@ void Lcore::on_fwd_hparams(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   const auto wire = rx.payload.first<proto::kHparamsBytes>();
   const auto set = proto::parse_hparams(wire);
   const auto params = set ? hparams_for_job(plan.math.optimizer, *set) : std::nullopt;
-  if (!params || proto::hparams_id(wire) != id) return count_drop(lj, Drop::hparams_refused);
+  if (!params || proto::hparams_id(wire) != id) return io.count_drop(lj, Drop::hparams_refused);
   proto::HparamsWire copy;
   std::copy(wire.begin(), wire.end(), copy.begin());
   lj.hparams.put(id, *params, copy);
@@ -225,15 +226,14 @@ void Lcore::on_fwd_hparams(Rx& rx, const JobPlan& plan, LcoreJob& lj) noexcept {
   proto::Header h = set_answer(plan, rx.hdr, proto::Opcode::fwd_hparams);
   h.rank = plan.math.hub.my_rack;
   h.epoch = lj.epoch;
-  (void)transmit_forward(plan, lj, rx.hdr.rank, h, nullptr, nullptr);
+  (void)transmit_forward(rx.hdr.rank, h, nullptr, nullptr);
 }
 
-bool Lcore::send_copied(const JobPlan& plan, LcoreJob& lj, Peer& peer, proto::Header h, const std::byte* elems,
-                        uint64_t tail) noexcept {
+bool JobHandler::send_copied(Peer& peer, proto::Header h, const std::byte* elems, uint64_t tail) noexcept {
   const size_t frame_bytes = proto::kFrameHeadersBytes + h.payload_bytes;
-  if (!peer.known || !within_amplification_limit(lj, peer, frame_bytes)) return false;
-  if (!lj.admit_answer(now_tsc_, hz_, plan.answer_bytes_per_lcore_s, frame_bytes)) {
-    count_drop(lj, Drop::answer_rate_limited);
+  if (!peer.known || !within_amplification_limit(peer, frame_bytes)) return false;
+  if (!lj.admit_answer(io.now_tsc, io.hz, plan.answer_bytes_per_lcore_s, frame_bytes)) {
+    io.count_drop(lj, Drop::answer_rate_limited);
     return false;
   }
   const size_t elem_bytes = h.payload_bytes - ((h.flags & proto::flag::tail) != 0 ? proto::kTailBytes : 0);
@@ -243,21 +243,21 @@ bool Lcore::send_copied(const JobPlan& plan, LcoreJob& lj, Peer& peer, proto::He
   if ((h.flags & proto::flag::tail) != 0) store_be<uint64_t>(payload.data() + elem_bytes, tail);
   const std::span<const std::byte> bytes(payload.data(), h.payload_bytes);
   checksum_result(h, bytes);
-  h.seq = seq_++;
-  rte_mbuf* m = rte_pktmbuf_alloc(r_.copy_pool);
+  h.seq = io.seq++;
+  rte_mbuf* m = rte_pktmbuf_alloc(io.res.copy_pool);
   if (m == nullptr) {
-    count_drop(lj, Drop::no_mbuf);
+    io.count_drop(lj, Drop::no_mbuf);
     return false;
   }
-  if (!write_message(m, plan, lj, peer, h, &peer.current, bytes)) return false;
+  if (!write_message(m, peer, h, &peer.current, bytes)) return false;
   auto* dst = rte_pktmbuf_append(m, h.payload_bytes);
   if (dst == nullptr) {
     rte_pktmbuf_free(m);
-    count_drop(lj, Drop::no_mbuf);
+    io.count_drop(lj, Drop::no_mbuf);
     return false;
   }
   std::memcpy(dst, bytes.data(), bytes.size());
-  if (!queue_tx(lj, peer.port, m)) return false;
+  if (!io.queue_tx(lj, peer.port, m)) return false;
   bump(lj.counters.results_sent);
   return true;
 }

@@ -8,6 +8,7 @@
 #include "admission.hpp"
 #include "phub/proto/session.hpp"
 #include "phub/engine/engine.hpp"
+#include "lcore.hpp"
 
 namespace phub::engine {
 namespace {

@@ -8,6 +8,7 @@
 #include "phub/engine/engine.hpp"
 #include "phub/base/ipv4.hpp"
 #include "phub/engine/hierarchy.hpp"
+#include "lcore.hpp"
 
 namespace phub::engine {
 namespace {

@@ -5,12 +5,12 @@
 
 #include <span>
 
-#include "phub/engine/lcore.hpp"
+#include "phub/engine/lcore_job.hpp"
 #include "phub/proto/frame.hpp"
 
 namespace phub::engine {
 
-struct Lcore::Rx {
+struct RxFrame {
   rte_mbuf* m = nullptr;
   std::span<std::byte> frame;
   uint16_t port = 0;  // port index

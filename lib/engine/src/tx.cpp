@@ -6,7 +6,8 @@
 #include <array>
 #include <cstring>
 
-#include "phub/engine/lcore.hpp"
+#include "lcore.hpp"
+#include "job_handler.hpp"
 #include "messages.hpp"
 #include "phub/proto/auth.hpp"
 #include "phub/proto/handshake.hpp"
@@ -15,58 +16,56 @@
 
 namespace phub::engine {
 
-bool Lcore::queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept {
+bool LcoreIo::queue_tx(LcoreJob& lj, uint16_t port, rte_mbuf* m) noexcept {
   // A job's replies fill its guarantee of the transmit buffers, then borrow from the pool while it has room
   // (tenant_shares.hpp): a flood's answers are dropped against the job that provoked them, and the other
   // jobs' replies always find their guarantees.
   constexpr uint32_t kPool = tx_pool_slots(TxBuffer::kCapacity);
   constexpr uint32_t kBorrowLimit = tx_borrow_limit_slots(TxBuffer::kCapacity);
   const TxAdmit admit =
-      admit_tx(lj.tx_hold, __atomic_load_n(&lj.tx_share_packets, __ATOMIC_RELAXED), tx_pool_lent_, kPool, kBorrowLimit);
+      admit_tx(lj.tx_hold, __atomic_load_n(&lj.tx_share_packets, __ATOMIC_RELAXED), tx_pool_lent, kPool, kBorrowLimit);
   if (admit == TxAdmit::refused) {
     rte_pktmbuf_free(m);
     count_drop(lj, Drop::tx_share_full);
     return false;
   }
-  tx_[port].add(m, counters_, &lj.tx_hold, admit == TxAdmit::borrowed);
+  tx[port].add(m, counters, &lj.tx_hold, admit == TxAdmit::borrowed);
   return true;
 }
 
-rte_mbuf* Lcore::start_message(const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h,
-                               PeerSession* session) noexcept {
-  const bool chain = snap_->ports[peer.port].zero_copy_tx;
-  rte_mbuf* m = rte_pktmbuf_alloc(chain || h.payload_bytes == 0 ? r_.hdr_pool : r_.copy_pool);
+rte_mbuf* JobHandler::start_message(Peer& peer, const proto::Header& h, PeerSession* session) noexcept {
+  const bool chain = io.snap->ports[peer.port].zero_copy_tx;
+  rte_mbuf* m = rte_pktmbuf_alloc(chain || h.payload_bytes == 0 ? io.res.hdr_pool : io.res.copy_pool);
   if (m == nullptr) {
-    count_drop(lj, Drop::no_mbuf);
+    io.count_drop(lj, Drop::no_mbuf);
     return nullptr;
   }
-  return write_message(m, plan, lj, peer, h, session) ? m : nullptr;
+  return write_message(m, peer, h, session) ? m : nullptr;
 }
 
-std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer,
-                             size_t udp_payload_bytes, uint16_t src_udp_port) noexcept {
+std::byte* JobHandler::write_l234(rte_mbuf* m, Peer& peer, size_t udp_payload_bytes, uint16_t src_udp_port) noexcept {
   auto* p = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kFrameHeadersBytes));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
-    count_drop(lj, Drop::no_mbuf);
+    io.count_drop(lj, Drop::no_mbuf);
     return nullptr;
   }
-  if (peer.l234_udp_payload != udp_payload_bytes || peer.l234_generation != snap_->generation) {
-    const PortInfo& pi = snap_->ports[peer.port];
+  if (peer.l234_udp_payload != udp_payload_bytes || peer.l234_generation != io.snap->generation) {
+    const PortInfo& pi = io.snap->ports[peer.port];
     proto::FlowAddrs a;
     a.src_mac = pi.mac;
     a.dst_mac = peer.mac;
     a.src_ip = pi.ipv4;
     a.dst_ip = peer.ip;
-    a.src_port = src_udp_port != 0 ? src_udp_port : static_cast<uint16_t>(plan.cfg.port_base + r_.index);
+    a.src_port = src_udp_port != 0 ? src_udp_port : static_cast<uint16_t>(plan.cfg.port_base + io.res.index);
     a.dst_port = peer.udp_port;
     proto::write_eth_ipv4_udp(a, udp_payload_bytes, peer.l234);
     if (pi.tx_udp_checksum_offload) proto::seed_udp_checksum_offload(peer.l234);
     peer.l234_udp_payload = static_cast<uint16_t>(udp_payload_bytes);
-    peer.l234_generation = snap_->generation;
+    peer.l234_generation = io.snap->generation;
   }
   std::memcpy(p, peer.l234.data(), peer.l234.size());
-  if (snap_->ports[peer.port].tx_udp_checksum_offload) {
+  if (io.snap->ports[peer.port].tx_udp_checksum_offload) {
     // The PMD sums the datagram over every segment (a shared result payload included, which it only reads)
     // from the pseudo-header sum the template carries; without the offload the field stays 0 (no checksum).
     m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_CKSUM;
@@ -77,21 +76,21 @@ std::byte* Lcore::write_l234(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Pee
   return p + peer.l234.size();
 }
 
-bool Lcore::write_message(rte_mbuf* m, const JobPlan& plan, LcoreJob& lj, Peer& peer, const proto::Header& h,
-                          PeerSession* session, std::span<const std::byte> payload) noexcept {
-  std::byte* p = write_l234(m, plan, lj, peer, proto::kHeaderBytes + h.payload_bytes);
+bool JobHandler::write_message(rte_mbuf* m, Peer& peer, const proto::Header& h, PeerSession* session,
+                               std::span<const std::byte> payload) noexcept {
+  std::byte* p = write_l234(m, peer, proto::kHeaderBytes + h.payload_bytes);
   if (p == nullptr) return false;
   auto wire = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
   proto::write_header(h, wire);
-  if (!seal_for(plan, lj, peer, session, wire, payload)) {
+  if (!seal_for(peer, session, wire, payload)) {
     rte_pktmbuf_free(m);
     return false;
   }
   return true;
 }
 
-bool Lcore::seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSession* session,
-                     std::span<std::byte, proto::kHeaderBytes> wire, std::span<const std::byte> payload) noexcept {
+bool JobHandler::seal_for(const Peer& peer, PeerSession* session, std::span<std::byte, proto::kHeaderBytes> wire,
+                          std::span<const std::byte> payload) noexcept {
   // Timed within a frame whose stages are (stage_seal_tsc).
   struct Timed {
     bool on;
@@ -100,13 +99,13 @@ bool Lcore::seal_for(const JobPlan& plan, LcoreJob& lj, const Peer& peer, PeerSe
     ~Timed() {
       if (on) cycles += rte_rdtsc() - start;
     }
-  } timed{timing_, stage_seal_tsc_, timing_ ? rte_rdtsc() : 0};
+  } timed{io.timing, io.stage_seal_tsc, io.timing ? rte_rdtsc() : 0};
   if (!plan.cfg.sessions) {
-    if (plan.authenticated) sign_for(plan, peer, wire);
+    if (plan.authenticated) sign_for(peer, wire);
     return true;
   }
   if (session == nullptr || !session->valid) {
-    count_drop(lj, Drop::no_session);
+    io.count_drop(lj, Drop::no_session);
     return false;
   }
   const auto opcode = static_cast<proto::Opcode>(std::to_integer<uint8_t>(wire[3]));
@@ -138,14 +137,14 @@ proto::Header result_header(const JobPlan& plan, const Chunk& c, int buf, uint32
 
 // Point `ext` (a fresh mbuf of the data-room-0 pool) at `bytes` of the result buffer from `off_bytes`; the
 // caller has counted the reference in the buffer's refcount.
-void Lcore::attach_result(rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept {
+void JobHandler::attach_result(rte_mbuf* ext, ResultBuf* b, size_t off_bytes, uint16_t bytes) noexcept {
   rte_pktmbuf_attach_extbuf(ext, b->data + off_bytes, b->data_iova + off_bytes, bytes, &b->shinfo);
   ext->data_len = bytes;
   ext->pkt_len = bytes;
 }
 
 // Make `ext` the second and last segment of `hdr`.
-void Lcore::chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept {
+void JobHandler::chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept {
   hdr->next = ext;
   hdr->nb_segs = 2;
   hdr->pkt_len += ext->data_len;
@@ -153,14 +152,14 @@ void Lcore::chain_payload(rte_mbuf* hdr, rte_mbuf* ext) noexcept {
 
 // Fill `hdr` (a fresh header mbuf) with the result segment for `rank` and chain `ext` (a fresh mbuf of the
 // data-room-0 pool) to the result buffer, or copy the payload into `hdr` when `ext` is null.
-bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf,
-                        uint32_t round, uint32_t seg, uint16_t rank, Peer& peer) noexcept {
+bool JobHandler::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const Chunk& c, int buf, uint32_t round, uint32_t seg,
+                             uint16_t rank, Peer& peer) noexcept {
   proto::Header h = result_header(plan, c, buf, round, seg, rank, lj.epoch);
-  h.seq = seq_++;
+  h.seq = io.seq++;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
   const std::span<const std::byte> payload(c.out[buf] + off_bytes, h.payload_bytes);
   checksum_result(h, payload);
-  if (!write_message(hdr, plan, lj, peer, h, &peer.current, payload)) {
+  if (!write_message(hdr, peer, h, &peer.current, payload)) {
     if (ext != nullptr) rte_pktmbuf_free(ext);
     return false;
   }
@@ -174,21 +173,21 @@ bool Lcore::fill_result(rte_mbuf* hdr, rte_mbuf* ext, const JobPlan& plan, Lcore
   auto* dst = rte_pktmbuf_append(hdr, h.payload_bytes);
   if (dst == nullptr) {
     rte_pktmbuf_free(hdr);
-    count_drop(lj, Drop::no_mbuf);
+    io.count_drop(lj, Drop::no_mbuf);
     return false;
   }
   std::memcpy(dst, c.out[buf] + off_bytes, h.payload_bytes);
-  bump(counters_.results_copied);
+  bump(io.counters.results_copied);
   return true;
 }
 
-bool Lcore::within_amplification_limit(LcoreJob& lj, Peer& peer, size_t frame_bytes) noexcept {
+bool JobHandler::within_amplification_limit(Peer& peer, size_t frame_bytes) noexcept {
   if (peer.proven) return true;
   if (peer.unproven_credit_bytes >= frame_bytes) {
     peer.unproven_credit_bytes -= frame_bytes;
     return true;
   }
-  count_drop(lj, Drop::unproven_limit);
+  io.count_drop(lj, Drop::unproven_limit);
   return false;
 }
 
@@ -200,39 +199,43 @@ size_t result_frame_bytes(const JobPlan& plan, const Chunk& c, uint32_t seg) noe
 
 }  // namespace
 
-bool Lcore::send_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
-                         uint16_t rank) noexcept {
+bool JobHandler::send_segment(const Chunk& c, int buf, uint32_t round, uint32_t seg, uint16_t rank) noexcept {
   Peer& peer = lj.peer(rank);
   const size_t frame_bytes = result_frame_bytes(plan, c, seg);
-  if (!peer.known || !within_amplification_limit(lj, peer, frame_bytes)) return false;
+  if (!peer.known || !within_amplification_limit(peer, frame_bytes)) return false;
   // What answers to requests may send is counted in bytes: a header-only rerequest or pull costs the job
   // the whole segment it asks for.
-  if (!lj.admit_answer(now_tsc_, hz_, plan.answer_bytes_per_lcore_s, frame_bytes)) {
-    count_drop(lj, Drop::answer_rate_limited);
+  if (!lj.admit_answer(io.now_tsc, io.hz, plan.answer_bytes_per_lcore_s, frame_bytes)) {
+    io.count_drop(lj, Drop::answer_rate_limited);
     return false;
   }
-  return transmit_segment(plan, lj, c, buf, round, seg, rank);
+  return transmit_segment(c, buf, round, seg, rank);
 }
 
-bool Lcore::transmit_segment(const JobPlan& plan, LcoreJob& lj, const Chunk& c, int buf, uint32_t round, uint32_t seg,
-                             uint16_t rank) noexcept {
+bool JobHandler::alloc_payload_mbufs(uint16_t port, bool may_chain, rte_mbuf*& hdr, rte_mbuf*& ext) noexcept {
+  const bool chain = may_chain && io.snap->ports[port].zero_copy_tx;
+  hdr = rte_pktmbuf_alloc(chain ? io.res.hdr_pool : io.res.copy_pool);
+  ext = chain ? rte_pktmbuf_alloc(io.res.ext_pool) : nullptr;
+  if (hdr != nullptr && (!chain || ext != nullptr)) return true;
+  rte_pktmbuf_free(hdr);
+  rte_pktmbuf_free(ext);
+  hdr = ext = nullptr;
+  io.count_drop(lj, Drop::no_mbuf);
+  return false;
+}
+
+bool JobHandler::transmit_segment(const Chunk& c, int buf, uint32_t round, uint32_t seg, uint16_t rank) noexcept {
   Peer& peer = lj.peer(rank);
-  const bool chain = snap_->ports[peer.port].zero_copy_tx;
-  rte_mbuf* hdr = rte_pktmbuf_alloc(chain ? r_.hdr_pool : r_.copy_pool);
-  rte_mbuf* ext = chain ? rte_pktmbuf_alloc(r_.ext_pool) : nullptr;
-  if (hdr == nullptr || (chain && ext == nullptr)) {
-    rte_pktmbuf_free(hdr);
-    rte_pktmbuf_free(ext);
-    count_drop(lj, Drop::no_mbuf);
-    return false;
-  }
-  if (!fill_result(hdr, ext, plan, lj, c, buf, round, seg, rank, peer)) return false;
-  if (!queue_tx(lj, peer.port, hdr)) return false;
+  rte_mbuf* hdr = nullptr;
+  rte_mbuf* ext = nullptr;
+  if (!alloc_payload_mbufs(peer.port, true, hdr, ext)) return false;
+  if (!fill_result(hdr, ext, c, buf, round, seg, rank, peer)) return false;
+  if (!io.queue_tx(lj, peer.port, hdr)) return false;
   bump(lj.counters.results_sent);
   return true;
 }
 
-void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& c, uint32_t seg) noexcept {
+void JobHandler::send_segment_to_all(const Chunk& c, uint32_t seg) noexcept {
   // The common case, every worker on zero-copy ports: one header mbuf per worker from one bulk allocation,
   // all chained to a single payload mbuf that points into the result buffer and counts the chains in its
   // own refcount (a segment shared read-only between packets, as DPDK's multicast example does). Each
@@ -247,20 +250,20 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     const size_t frame_bytes = result_frame_bytes(plan, c, seg);
     for (uint16_t rank = first; rank < last; ++rank) {
       Peer& peer = lj.peer(rank);
-      if (!peer.known || !within_amplification_limit(lj, peer, frame_bytes)) continue;
-      all_chain = all_chain && snap_->ports[peer.port].zero_copy_tx;
+      if (!peer.known || !within_amplification_limit(peer, frame_bytes)) continue;
+      all_chain = all_chain && io.snap->ports[peer.port].zero_copy_tx;
       ranks[n++] = rank;
     }
     if (n == 0) continue;
-    if (!all_chain || rte_pktmbuf_alloc_bulk(r_.hdr_pool, hdrs, n) != 0) {
+    if (!all_chain || rte_pktmbuf_alloc_bulk(io.res.hdr_pool, hdrs, n) != 0) {
       // (The limit was applied above: the fallback must not spend the credit twice.)
-      for (uint16_t i = 0; i < n; ++i) transmit_segment(plan, lj, c, c.cur, c.round, seg, ranks[i]);
+      for (uint16_t i = 0; i < n; ++i) transmit_segment(c, c.cur, c.round, seg, ranks[i]);
       continue;
     }
-    rte_mbuf* payload = rte_pktmbuf_alloc(r_.ext_pool);
+    rte_mbuf* payload = rte_pktmbuf_alloc(io.res.ext_pool);
     if (payload == nullptr) {
       rte_pktmbuf_free_bulk(hdrs, n);
-      count_drop(lj, Drop::no_mbuf);
+      io.count_drop(lj, Drop::no_mbuf);
       continue;
     }
     ResultBuf* b = LcoreJob::buf(c, c.cur);
@@ -276,21 +279,21 @@ void Lcore::send_segment_to_all(const JobPlan& plan, LcoreJob& lj, const Chunk& 
     proto::write_header(h, wire);
     for (uint16_t i = 0; i < n; ++i) {
       Peer& peer = lj.peer(ranks[i]);
-      std::byte* p = write_l234(hdrs[i], plan, lj, peer, proto::kHeaderBytes + h.payload_bytes);
+      std::byte* p = write_l234(hdrs[i], peer, proto::kHeaderBytes + h.payload_bytes);
       if (p == nullptr) {  // hdrs[i] is freed; drop its count on the payload
         rte_pktmbuf_free(payload);
         continue;
       }
       auto out = std::span<std::byte, proto::kHeaderBytes>(p, proto::kHeaderBytes);
       std::memcpy(out.data(), wire.data(), wire.size());
-      proto::write_header_recipient(ranks[i], seq_++, out);
-      if (!seal_for(plan, lj, peer, &peer.current, out, bytes)) {
+      proto::write_header_recipient(ranks[i], io.seq++, out);
+      if (!seal_for(peer, &peer.current, out, bytes)) {
         rte_pktmbuf_free(hdrs[i]);
         rte_pktmbuf_free(payload);
         continue;
       }
       chain_payload(hdrs[i], payload);
-      if (queue_tx(lj, peer.port, hdrs[i])) bump(lj.counters.results_sent);
+      if (io.queue_tx(lj, peer.port, hdrs[i])) bump(lj.counters.results_sent);
     }
   }
 }
@@ -315,11 +318,11 @@ proto::Header error_header(const JobPlan& plan, uint16_t rank, uint32_t round, u
 
 }  // namespace
 
-void Lcore::sign_for(const JobPlan& plan, const Peer& peer, std::span<std::byte, proto::kHeaderBytes> wire) noexcept {
+void JobHandler::sign_for(const Peer& peer, std::span<std::byte, proto::kHeaderBytes> wire) const noexcept {
   proto::sign_header(peer.previous_key && plan.previous_until_tsc != 0 ? plan.previous_key : plan.key, wire);
 }
 
-bool Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h) noexcept {
+bool JobHandler::reply(const RxFrame& rx, proto::Header h) noexcept {
   Peer to;
   to.previous_key = rx.previous_key;
   to.mac = rx.l2.src;
@@ -331,37 +334,36 @@ bool Lcore::reply(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header
     // Sealed under the session the packet opened under, and sent to that session's address whatever the
     // packet's source: a packet that opened under no session gets no answer.
     if (rx.session == nullptr || !rx.session->valid) {
-      count_drop(lj, Drop::no_session);
+      io.count_drop(lj, Drop::no_session);
       return false;
     }
     to.mac = rx.session->mac;
     to.ip = rx.session->reply.ipv4;
     to.udp_port = rx.session->reply.udp_port;
     to.port = rx.session->port;
-    h.seq = seq_++;
-    rte_mbuf* m = start_message(plan, lj, to, h, rx.session);
-    return m != nullptr && queue_tx(lj, to.port, m);
+    h.seq = io.seq++;
+    rte_mbuf* m = start_message(to, h, rx.session);
+    return m != nullptr && io.queue_tx(lj, to.port, m);
   }
-  if (rx.credited != nullptr && !within_amplification_limit(lj, *rx.credited, proto::kFrameHeadersBytes + h.payload_bytes)) {
+  if (rx.credited != nullptr && !within_amplification_limit(*rx.credited, proto::kFrameHeadersBytes + h.payload_bytes)) {
     return false;
   }
-  h.seq = seq_++;
-  rte_mbuf* m = start_message(plan, lj, to, h);
-  return m != nullptr && queue_tx(lj, to.port, m);
+  h.seq = io.seq++;
+  rte_mbuf* m = start_message(to, h);
+  return m != nullptr && io.queue_tx(lj, to.port, m);
 }
 
-void Lcore::send_error(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Status status, uint32_t aux) noexcept {
+void JobHandler::send_error(const RxFrame& rx, proto::Status status, uint32_t aux) noexcept {
   // The epoch of the packet answered, not the job's: the two differ only in epoch_mismatch (aux says the job's),
   // and a client then takes the error only if it names the epoch the client is in, so a genuine one recorded
   // in another epoch and replayed later changes nothing (docs/protocol.md, "Epochs").
-  if (reply(rx, plan, lj, error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status,
+  if (reply(rx, error_header(plan, rx.hdr.rank, rx.hdr.round, rx.hdr.chunk_id, rx.hdr.elem_offset, status,
                                    aux, rx.hdr.epoch))) {
     bump(lj.counters.errors_sent);
   }
 }
 
-bool Lcore::send_joined(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::Header h,
-                        const proto::JoinedPayload& p) noexcept {
+bool JobHandler::send_joined(const RxFrame& rx, proto::Header h, const proto::JoinedPayload& p) noexcept {
   // To the join's source, as long as the join (the same 44 payload bytes: no amplification), from the UDP port
   // it was sent to (this lcore's, or the owner's for a redirect).
   Peer to;
@@ -371,18 +373,18 @@ bool Lcore::send_joined(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::
   to.port = static_cast<uint8_t>(rx.port);
   to.known = true;
   h.payload_bytes = proto::kJoinedPayloadBytes;
-  h.seq = seq_++;
-  rte_mbuf* m = rte_pktmbuf_alloc(r_.copy_pool);  // header mbufs have no room for the payload
+  h.seq = io.seq++;
+  rte_mbuf* m = rte_pktmbuf_alloc(io.res.copy_pool);  // header mbufs have no room for the payload
   if (m == nullptr) {
-    count_drop(lj, Drop::no_mbuf);
+    io.count_drop(lj, Drop::no_mbuf);
     return false;
   }
-  std::byte* w = write_l234(m, plan, lj, to, proto::kHeaderBytes + h.payload_bytes, rx.udp.dst_port);
+  std::byte* w = write_l234(m, to, proto::kHeaderBytes + h.payload_bytes, rx.udp.dst_port);
   if (w == nullptr) return false;
   auto* body = reinterpret_cast<std::byte*>(rte_pktmbuf_append(m, proto::kJoinedPayloadBytes));
   if (body == nullptr) {
     rte_pktmbuf_free(m);
-    count_drop(lj, Drop::no_mbuf);
+    io.count_drop(lj, Drop::no_mbuf);
     return false;
   }
   auto wire = std::span<std::byte, proto::kHeaderBytes>(w, proto::kHeaderBytes);
@@ -392,56 +394,16 @@ bool Lcore::send_joined(const Rx& rx, const JobPlan& plan, LcoreJob& lj, proto::
   if (plan.authenticated) {
     proto::seal_handshake(rx.previous_key ? plan.previous_handshake_key : plan.handshake_key, wire, payload);
   }
-  return queue_tx(lj, to.port, m);
+  return io.queue_tx(lj, to.port, m);
 }
 
-void Lcore::send_error_to(const JobPlan& plan, LcoreJob& lj, uint16_t rank, const Chunk& c, proto::Status status,
-                          uint32_t aux) noexcept {
+void JobHandler::send_error_to(uint16_t rank, const Chunk& c, proto::Status status, uint32_t aux) noexcept {
   Peer& peer = lj.peer(rank);
-  if (!peer.known || !within_amplification_limit(lj, peer, proto::kFrameHeadersBytes)) return;
+  if (!peer.known || !within_amplification_limit(peer, proto::kFrameHeadersBytes)) return;
   proto::Header h = error_header(plan, rank, c.round, c.id, 0, status, aux, lj.epoch);
-  h.seq = seq_++;
-  rte_mbuf* m = start_message(plan, lj, peer, h, &peer.current);
-  if (m != nullptr && queue_tx(lj, peer.port, m)) bump(lj.counters.errors_sent);
-}
-
-bool Lcore::release_previous(LcoreJob& lj, Chunk& c) noexcept {
-  // Free what the NICs are done with; if a transmit still points at the buffer, swap in a spare.
-  if (!LcoreJob::busy(LcoreJob::buf(c, c.cur ^ 1))) return true;
-  for (auto& t : tx_) t.flush(counters_);
-  for (const auto* port : r_.ports) port->tx_done_cleanup(r_.index);
-  return lj.renew_previous(c);
-}
-
-bool Lcore::try_advance(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
-  if (!release_previous(lj, c)) {
-    // The previous result is still being sent and no spare is free: overwriting it would send the next
-    // round's data under the older label. The chunk waits, complete; pushes for the next round are
-    // dropped (the workers resend them) until a transmit completes or a spare returns.
-    if (!c.advance_pending) bump(lj.counters.advances_deferred);
-    c.advance_pending = true;
-    c.first_tsc = 0;  // no round in progress: nothing to report as stalled
-    return false;
-  }
-  c.advance_pending = false;
-  advance_round(plan.math, c);
-  return true;
-}
-
-void Lcore::finish_round(const JobPlan& plan, LcoreJob& lj, Chunk& c) noexcept {
-  bump(lj.counters.rounds_completed);
-  if (plan.math.ps && c.skip) bump(lj.counters.rounds_skipped);
-  close_round(lj);
-  const uint64_t took_tsc = now_tsc_ > c.first_tsc ? now_tsc_ - c.first_tsc : 0;
-  const auto took_ns = static_cast<uint64_t>(static_cast<double>(took_tsc) * 1e9 / static_cast<double>(snap_->tsc_hz));
-  bump(lj.counters.round_latency_sum_ns, took_ns);
-  bump(lj.counters.round_latency[latency_bucket(took_ns / 1000)]);
-  if (!lj.rounds_in_epoch || round_delta(plan.math, c.round, lj.newest_round) > 0) {
-    __atomic_store_n(&lj.newest_round, c.round, __ATOMIC_RELAXED);
-    __atomic_store_n(&lj.rounds_in_epoch, true, __ATOMIC_RELAXED);
-  }
-  if (lj.capture != nullptr) open_capture(plan, lj, c);  // its segments are copied before the next round changes them
-  try_advance(plan, lj, c);  // the previous result is about to be overwritten by the next round
+  h.seq = io.seq++;
+  rte_mbuf* m = start_message(peer, h, &peer.current);
+  if (m != nullptr && io.queue_tx(lj, peer.port, m)) bump(lj.counters.errors_sent);
 }
 
 }  // namespace phub::engine

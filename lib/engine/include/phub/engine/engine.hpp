@@ -17,6 +17,7 @@
 
 #include "phub/agg/kernels.hpp"
 #include "phub/base/expected.hpp"
+#include "phub/base/realtime.hpp"
 #include "phub/config/config.hpp"
 #include "phub/config/interface_map.hpp"
 #include "phub/config/numa_placement.hpp"
@@ -24,10 +25,13 @@
 #include "phub/drivers/mempool.hpp"
 #include "phub/engine/checkpoint_capture.hpp"
 #include "phub/engine/config_diff.hpp"
-#include "phub/engine/lcore.hpp"
+#include "phub/engine/counters.hpp"
+#include "phub/engine/requests.hpp"
 #include "phub/engine/snapshot.hpp"
 
 namespace phub::engine {
+
+class Lcore;  // lcore.hpp, private to lib/engine
 
 // Counters summed over lcores (the tests' and the stats line's view). jobs: by index in the current snapshot.
 struct Totals {
