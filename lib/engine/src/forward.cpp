@@ -13,6 +13,7 @@
 #include "phub/drivers/arp_mbuf.hpp"
 #include "phub/engine/hierarchy.hpp"
 #include "lcore.hpp"
+#include "forwarder.hpp"
 #include "job_handler.hpp"
 #include "phub/proto/arp_icmp.hpp"
 #include "phub/proto/auth.hpp"
@@ -55,7 +56,21 @@ void Lcore::learn_hub_mac(const Snapshot& s, uint32_t ip, const MacAddr& mac) no
   }
 }
 
-bool JobHandler::resolve_hub(uint16_t rack) noexcept {
+void Forwarder::on_tick() noexcept {
+  // Peer hubs' MACs are asked for before the first forward needs them.
+  for (uint16_t rack = 0; rack < plan.math.hub.racks; ++rack) {
+    if (rack != plan.math.hub.my_rack) (void)resolve_hub(rack);
+  }
+  send_hub_states();
+}
+
+void Forwarder::send_result_to_racks(const Chunk& c, uint32_t seg) noexcept {
+  for (uint16_t rack = 0; rack < plan.math.hub.racks; ++rack) {
+    if (rack != plan.math.hub.my_rack) (void)send_hub_result(c, c.cur, c.round, seg, rack);
+  }
+}
+
+bool Forwarder::resolve_hub(uint16_t rack) noexcept {
   Peer& hub = lj.hub_peer(rack);
   const uint64_t known = lj.hub_mac[rack].load(std::memory_order_relaxed);
   if (known != 0) {
@@ -85,7 +100,7 @@ bool JobHandler::resolve_hub(uint16_t rack) noexcept {
   return false;
 }
 
-bool JobHandler::transmit_forward(uint16_t rack, proto::Header h, ResultBuf* from, const std::byte* payload,
+bool Forwarder::transmit_forward(uint16_t rack, proto::Header h, ResultBuf* from, const std::byte* payload,
                                   std::span<const std::byte> tail) noexcept {
   // A hub_state carries the job's forward MAC (its echo proves it fresh); every forward goes under the link's
   // keys and numbering, which need both ends' nonces.
@@ -101,9 +116,9 @@ bool JobHandler::transmit_forward(uint16_t rack, proto::Header h, ResultBuf* fro
   Peer& hub = lj.hub_peer(rack);
   rte_mbuf* m = nullptr;
   rte_mbuf* ext = nullptr;
-  if (!alloc_payload_mbufs(hub.port, from != nullptr && tail.empty(), m, ext)) return false;
+  if (!job.alloc_payload_mbufs(hub.port, from != nullptr && tail.empty(), m, ext)) return false;
   const bool chain = ext != nullptr;
-  std::byte* p = write_l234(m, hub, proto::kHeaderBytes + h.payload_bytes);
+  std::byte* p = job.write_l234(m, hub, proto::kHeaderBytes + h.payload_bytes);
   if (p == nullptr) {
     rte_pktmbuf_free(ext);
     return false;
@@ -122,8 +137,8 @@ bool JobHandler::transmit_forward(uint16_t rack, proto::Header h, ResultBuf* fro
   if (chain) {
     seal(std::span(payload, h.payload_bytes));
     rte_mbuf_ext_refcnt_update(&from->shinfo, 1);
-    attach_result(ext, from, static_cast<size_t>(payload - from->data), h.payload_bytes);
-    chain_payload(m, ext);
+    job.attach_result(ext, from, static_cast<size_t>(payload - from->data), h.payload_bytes);
+    job.chain_payload(m, ext);
     return io.queue_tx(lj, hub.port, m);
   }
   // Copied (a weights request is a header only): the payload and its tail, sealed as they lie in the frame.
@@ -143,7 +158,7 @@ bool JobHandler::transmit_forward(uint16_t rack, proto::Header h, ResultBuf* fro
   return io.queue_tx(lj, hub.port, m);
 }
 
-void JobHandler::send_partial(Chunk& c, uint32_t seg, bool retransmit) noexcept {
+void Forwarder::send_partial(Chunk& c, uint32_t seg, bool retransmit) noexcept {
   const JobMath& m = plan.math;
   // The fp32 sum lives in out[cur] (fp32 allreduce): pieces point into it. Else it is the accumulator.
   ResultBuf* from = sums_in_result(m) ? LcoreJob::buf(c, c.cur) : nullptr;
@@ -192,13 +207,13 @@ void JobHandler::send_partial(Chunk& c, uint32_t seg, bool retransmit) noexcept 
   }
 }
 
-void JobHandler::publish_resend_timer(uint16_t rack) noexcept {
+void Forwarder::publish_resend_timer(uint16_t rack) noexcept {
   const ResendTimer& t = lj.hub_resend[rack];
   __atomic_store_n(&lj.hub_counters[rack].srtt_tsc, t.srtt(), __ATOMIC_RELAXED);
   __atomic_store_n(&lj.hub_counters[rack].rto_tsc, t.rto(), __ATOMIC_RELAXED);
 }
 
-bool JobHandler::send_hub_result(const Chunk& c, int buf, uint32_t round, uint32_t seg, uint16_t rack) noexcept {
+bool Forwarder::send_hub_result(const Chunk& c, int buf, uint32_t round, uint32_t seg, uint16_t rack) noexcept {
   proto::Header h = result_header(plan, c, buf, round, seg, rack, lj.epoch);
   h.opcode = proto::Opcode::fwd_result;
   const size_t off_bytes = static_cast<size_t>(h.elem_offset) * dtype_bytes(plan.math.out_dtype);
@@ -207,7 +222,7 @@ bool JobHandler::send_hub_result(const Chunk& c, int buf, uint32_t round, uint32
   return true;
 }
 
-void JobHandler::resend_forwards(Chunk& c, uint64_t now) noexcept {
+void Forwarder::resend_forwards(Chunk& c, uint64_t now) noexcept {
   const JobMath& m = plan.math;
   const auto unanswered = [&](uint32_t seg) { return locally_complete(m, c, seg) && !segment_done(m, c, seg); };
   bool waiting = false;
@@ -236,7 +251,7 @@ void JobHandler::resend_forwards(Chunk& c, uint64_t now) noexcept {
   publish_resend_timer(c.home);
 }
 
-void JobHandler::on_forward(RxFrame& rx) noexcept {
+void Forwarder::on_forward(RxFrame& rx) noexcept {
   const HubPlan& hub = *plan.hub;
   const JobMath& m = plan.math;
   const proto::Header& h = rx.hdr;
@@ -315,10 +330,10 @@ void JobHandler::on_forward(RxFrame& rx) noexcept {
   on_hub_result(rx, c, seg);
 }
 
-void JobHandler::on_partial(RxFrame& rx, Chunk& c, uint32_t seg, uint16_t piece) noexcept {
+void Forwarder::on_partial(RxFrame& rx, Chunk& c, uint32_t seg, uint16_t piece) noexcept {
   const proto::Header& h = rx.hdr;
-  if (deferred(rx, c)) return;
-  if (lj.capture != nullptr) capture_segment(c, seg);  // before the next round can change it
+  if (job.deferred(rx, c)) return;
+  if (lj.capture != nullptr) job.capture_segment(c, seg);  // before the next round can change it
   const bool opens_round = c.first_tsc == 0;
   RoundIntent intent;
   if (plan.math.ps) {
@@ -338,7 +353,7 @@ void JobHandler::on_partial(RxFrame& rx, Chunk& c, uint32_t seg, uint16_t piece)
       break;
     case PushResult::segment_complete:
       bump(lj.counters.partials_received);
-      complete_segment(c, seg);
+      job.complete_segment(c, seg);
       break;
     case PushResult::duplicate:
       bump(lj.counters.duplicates);
@@ -372,11 +387,11 @@ void JobHandler::on_partial(RxFrame& rx, Chunk& c, uint32_t seg, uint16_t piece)
   }
 }
 
-void JobHandler::on_hub_result(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
-  if (deferred(rx, c)) return;
+void Forwarder::on_hub_result(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
+  if (job.deferred(rx, c)) return;
   // ps: a result labelled with the round before the current one holds the home's newest weights.
   if (plan.math.ps && rx.hdr.round == prev_round(plan.math, c.round)) return on_hub_weights(rx, c, seg);
-  if (lj.capture != nullptr) capture_segment(c, seg);
+  if (lj.capture != nullptr) job.capture_segment(c, seg);
   // A round the home skipped (a rank of any rack declared it non-finite): this rack's results say so too.
   if (plan.math.ps && rx.hdr.round == c.round && (rx.hdr.flags & proto::flag::nonfinite) != 0) c.skip = true;
   switch (accept_result(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
@@ -388,7 +403,7 @@ void JobHandler::on_hub_result(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
         c.forward_sent_tsc = 0;
         publish_resend_timer(c.home);
       }
-      complete_segment(c, seg);
+      job.complete_segment(c, seg);
       break;
     case ResultArrival::duplicate:
       bump(lj.counters.duplicates);

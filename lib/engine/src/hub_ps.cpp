@@ -3,17 +3,18 @@
 // hub without a chunk's weights asks the home for them (a fwd_init without elements). The home answers both
 // with fwd_result segments of its newest weights, which a rack hub keeps as what its pulls return.
 #include "lcore.hpp"
+#include "forwarder.hpp"
 #include "job_handler.hpp"
 #include "rx_frame.hpp"
 
 namespace phub::engine {
 
-void JobHandler::relay_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
+void Forwarder::relay_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   const JobMath& m = plan.math;
   if (segment_initialized(c, seg)) {
     // The home's weights are here: answered as a flat server answers an init (its current weights).
     const auto [buffer, label] = newest_result(m, c);
-    (void)send_segment(c, buffer, label, seg, rx.hdr.rank);
+    (void)job.send_segment(c, buffer, label, seg, rx.hdr.rank);
     return;
   }
   // Forwarded as it came (its dtype, its elements): the size of the packet rank 0 sent, never more. Rank 0
@@ -31,7 +32,7 @@ void JobHandler::relay_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   bump(lj.counters.inits_forwarded);
 }
 
-void JobHandler::ask_home_for_weights(Chunk& c) noexcept {
+void Forwarder::ask_home_for_weights(Chunk& c) noexcept {
   const JobMath& m = plan.math;
   if (!m.ps || !hierarchical(m) || c.home == m.hub.my_rack) return;
   // At most once per RTO of the resend timer towards the home (100 ms before its first sample): the answer is
@@ -52,7 +53,7 @@ void JobHandler::ask_home_for_weights(Chunk& c) noexcept {
   bump(lj.counters.weights_requested);
 }
 
-void JobHandler::on_fwd_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
+void Forwarder::on_fwd_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   const JobMath& m = plan.math;
   const proto::Header& h = rx.hdr;
   const bool request = h.elem_count == 0;
@@ -71,7 +72,7 @@ void JobHandler::on_fwd_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   if (!answered) io.count_drop(lj, Drop::not_initialized);
 }
 
-void JobHandler::on_hub_weights(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
+void Forwarder::on_hub_weights(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   switch (accept_weights(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
     case WeightsArrival::stored:
       bump(lj.counters.weights_received);

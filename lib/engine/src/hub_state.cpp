@@ -12,6 +12,7 @@
 
 #include "phub/engine/hierarchy.hpp"
 #include "lcore.hpp"
+#include "forwarder.hpp"
 #include "job_handler.hpp"
 #include "phub/proto/hub_link.hpp"
 #include "phub/proto/hub_state.hpp"
@@ -35,7 +36,7 @@ uint16_t authority(const JobPlan& plan) noexcept { return plan.math.hub.rack_of_
 
 }  // namespace
 
-void JobHandler::rekey_link(uint16_t rack) noexcept {
+void Forwarder::rekey_link(uint16_t rack) noexcept {
   HubLink& link = lj.hub_links[rack];
   link.keyed = link.my_nonce != 0 && link.peer_nonce != 0;
   link.tx_seq = 1;
@@ -55,14 +56,14 @@ void JobHandler::rekey_link(uint16_t rack) noexcept {
   bump(lj.counters.hub_links_keyed);
 }
 
-void JobHandler::hub_state_changed() noexcept {
+void Forwarder::hub_state_changed() noexcept {
   for (HubLink& link : lj.hub_links) {
     link.peer_has_mine = false;
     link.next_send_tsc = 0;
   }
 }
 
-void JobHandler::send_hub_states() noexcept {
+void Forwarder::send_hub_states() noexcept {
   for (uint16_t rack = 0; rack < plan.math.hub.racks; ++rack) {
     HubLink& link = lj.hub_links[rack];
     if (rack == plan.math.hub.my_rack || (link.next_send_tsc != 0 && io.now_tsc < link.next_send_tsc)) continue;
@@ -94,7 +95,7 @@ void JobHandler::send_hub_states() noexcept {
   }
 }
 
-void JobHandler::on_hub_state(RxFrame& rx) noexcept {
+void Forwarder::on_hub_state(RxFrame& rx) noexcept {
   const HubPlan& hub = *plan.hub;
   const proto::Header& h = rx.hdr;
   if (!proto::verify_fwd(plan.key, hub.payload_key, rx.msg.first<proto::kHeaderBytes>(), rx.payload)) {
@@ -181,7 +182,7 @@ void JobHandler::on_hub_state(RxFrame& rx) noexcept {
   } else if (!new_run && !proto::epoch_newer(h.epoch, lj.epoch)) {
     return io.count_drop(lj, Drop::hub_state_stale);  // an older epoch of the run followed: a replay
   }
-  start_epoch(h.epoch, (st->flags & proto::hub_state_flag::fresh_weights) != 0);
+  job.start_epoch(h.epoch, (st->flags & proto::hub_state_flag::fresh_weights) != 0);
   lj.epoch_first_round = st->first_round;
   rank0.incarnation = st->rank0_holder;
   bump(lj.counters.hub_epochs_adopted);

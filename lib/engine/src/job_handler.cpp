@@ -3,6 +3,7 @@
 // requests (a rerequest or pull, answered from the round's buffers or the newest weights), and the lcore's
 // 1 ms tick for the job. The other handlers: join.cpp (the handshake), ps_state.cpp (hyperparameters and
 // optimizer state), forward.cpp, hub_state.cpp and hub_ps.cpp (hub forwards); what they send: tx.cpp.
+#include "forwarder.hpp"
 #include "job_handler.hpp"
 
 #include <algorithm>
@@ -57,9 +58,8 @@ const std::array<JobHandler::Route, proto::kOpcodeMax + 1> JobHandler::kRoutes =
   std::array<Route, proto::kOpcodeMax + 1> t{};
   auto at = [&t](proto::Opcode op) -> Route& { return t[static_cast<size_t>(op)]; };
   for (uint8_t op = proto::kOpcodeMin; op <= proto::kOpcodeMax; ++op) {
-    if (proto::opcode_is_hub(static_cast<proto::Opcode>(op))) t[op] = {&JobHandler::on_forward, Admission::hub};
+    if (proto::opcode_is_hub(static_cast<proto::Opcode>(op))) t[op] = {&JobHandler::on_hub_message, Admission::hub};
   }
-  at(proto::Opcode::hub_state) = {&JobHandler::on_hub_state, Admission::hub};
   at(proto::Opcode::join) = {&JobHandler::on_join, Admission::join};
   at(proto::Opcode::push) = at(proto::Opcode::init) = {&JobHandler::on_data, Admission::rank};
   at(proto::Opcode::rerequest) = at(proto::Opcode::pull) = {&JobHandler::on_rerequest, Admission::rank};
@@ -154,7 +154,7 @@ void JobHandler::on_data(RxFrame& rx) noexcept {
       return send_error(rx, proto::Status::bad_request, 0);
     }
     // A chunk homed at another hub: its home keeps the weights (docs/hierarchy.md, "Parameter-server jobs").
-    if (hierarchical(m) && c.home != m.hub.my_rack) return relay_init(rx, c, seg);
+    if (hierarchical(m) && c.home != m.hub.my_rack) return hub().relay_init(rx, c, seg);
     // Answered with the segment's current weights: an acknowledgement, also when training already began.
     // Like a pull answer it is labelled with the round whose result it is (the one before the current).
     if (init_segment(m, c, seg, rx.payload.data(), rx.hdr.dtype) != InitResult::too_late) bump(lj.counters.inits);
@@ -230,7 +230,7 @@ void JobHandler::on_rerequest(RxFrame& rx) noexcept {
 
   if (pull) {
     if (!c.has_prev && !c.advance_pending) {
-      ask_home_for_weights(c);
+      hub().ask_home_for_weights(c);
       io.count_drop(lj, Drop::not_initialized);
       return send_error(rx, proto::Status::not_initialized, 0);
     }
@@ -258,6 +258,11 @@ void JobHandler::on_rerequest(RxFrame& rx) noexcept {
     io.count_drop(lj, Drop::round_behind);
     send_error(rx, proto::Status::round_behind, c.round);
   }
+}
+
+void JobHandler::on_hub_message(RxFrame& rx) noexcept {
+  if (rx.hdr.opcode == proto::Opcode::hub_state) return hub().on_hub_state(rx);
+  hub().on_forward(rx);
 }
 
 void JobHandler::on_leave(RxFrame& rx) noexcept {
@@ -301,16 +306,12 @@ void JobHandler::on_probe(RxFrame& rx) noexcept {
 
 void JobHandler::on_tick(uint64_t now, uint64_t round_stall_tsc) noexcept {
   const bool forwards = hierarchical(plan.math);
-  // Peer hubs' MACs are asked for before the first forward needs them.
-  for (uint16_t rack = 0; forwards && rack < plan.math.hub.racks; ++rack) {
-    if (rack != plan.math.hub.my_rack) (void)resolve_hub(rack);
-  }
-  if (forwards) send_hub_states();
+  if (forwards) hub().on_tick();
   const uint32_t n = lj.chunk_count();
   for (uint32_t k = 0; k < std::min(n, kChunksPerTick); ++k) {
     lj.stall_cursor = lj.stall_cursor + 1 >= n ? 0 : lj.stall_cursor + 1;
     Chunk& c = lj.chunk(lj.stall_cursor);
-    if (forwards && c.forward_due_tsc != 0 && now >= c.forward_due_tsc) resend_forwards(c, now);
+    if (forwards && c.forward_due_tsc != 0 && now >= c.forward_due_tsc) hub().resend_forwards(c, now);
     if (round_stall_tsc == 0) continue;
     if (c.first_tsc == 0 || now - c.first_tsc < round_stall_tsc) continue;
     if (c.stall_reported_tsc != 0 && now - c.stall_reported_tsc < round_stall_tsc) continue;

@@ -13,6 +13,7 @@
 #include "phub/proto/handshake.hpp"
 #include "phub/proto/probe_reflect.hpp"
 #include "phub/proto/session_packet.hpp"
+#include "forwarder.hpp"
 #include "job_handler.hpp"
 #include "peer_address.hpp"
 
@@ -88,7 +89,7 @@ void JobHandler::on_join(RxFrame& rx) noexcept {
         // A rank joins the current epoch once: a second process claiming the rank (a worker of a new run,
         // before its rank 0 restarted the job) is told who holds it and waits for the restart.
         p.incarnation = incarnation;
-        if (h.rank == 0 && hierarchical(plan.math)) hub_state_changed();  // peers learn the holder
+        if (h.rank == 0 && hierarchical(plan.math)) hub().hub_state_changed();  // peers learn the holder
       }
       if (p.incarnation == incarnation) {
         if (!take_confirm(rx, p)) return;  // an earlier confirm of the holder, replayed: no answer
@@ -278,7 +279,7 @@ void JobHandler::start_epoch(uint16_t epoch, bool fresh_weights) noexcept {
   lj.fresh_weights_epoch = fresh_weights;
   if (fresh_weights) __atomic_store_n(&lj.fresh_weights_starts, lj.fresh_weights_starts + 1, __ATOMIC_RELEASE);
   lj.forget_peers();
-  if (hierarchical(plan.math)) hub_state_changed();  // the other hubs take the epoch from here
+  if (hierarchical(plan.math)) hub().hub_state_changed();  // the other hubs take the epoch from here
   __atomic_store_n(&lj.epoch, epoch, __ATOMIC_RELAXED);
   bump(lj.counters.epochs_started);
 }

@@ -6,6 +6,7 @@
 
 #include "phub/base/bytes.hpp"
 #include "lcore.hpp"
+#include "forwarder.hpp"
 #include "job_handler.hpp"
 #include "messages.hpp"
 #include "phub/proto/hparams.hpp"
@@ -188,7 +189,7 @@ void JobHandler::on_state_init(RxFrame& rx) noexcept {
                     c.step);
 }
 
-void JobHandler::send_hparams_to(uint16_t rack, uint64_t id) noexcept {
+void Forwarder::send_hparams_to(uint16_t rack, uint64_t id) noexcept {
   HubHparams& at = lj.hub_hparams[rack];
   if (at.has(id)) return;
   if (at.sent_id == id && io.now_tsc - at.sent_tsc < lj.hub_resend[rack].rto()) return;
@@ -206,7 +207,7 @@ void JobHandler::send_hparams_to(uint16_t rack, uint64_t id) noexcept {
   }
 }
 
-void JobHandler::on_fwd_hparams(RxFrame& rx) noexcept {
+void Forwarder::on_fwd_hparams(RxFrame& rx) noexcept {
   // rank: the sending hub's rack (checked, with its address, as every forward's). A set goes to a chunk home;
   // the home's answer, with no payload, acknowledges it.
   const uint64_t id = proto::id_of_fields(rx.hdr.chunk_id, rx.hdr.elem_offset);

@@ -6,6 +6,7 @@
 // chunk as its round completes (open_capture): lcore_checkpoint.cpp. What the steps send: tx.cpp, forward.cpp.
 #include <rte_cycles.h>
 
+#include "forwarder.hpp"
 #include "job_handler.hpp"
 #include "phub/agg/nonfinite.hpp"
 #include "messages.hpp"
@@ -39,7 +40,7 @@ void JobHandler::take_push(const RxFrame& rx, Chunk& c, uint32_t seg, const Roun
     case PushResult::rack_complete:
       bump(lj.counters.pushes);
       bump(lj.counters.push_payload_bytes, rx.payload.size());
-      send_partial(c, seg, false);
+      hub().send_partial(c, seg, false);
       break;
     case PushResult::duplicate:
       bump(lj.counters.duplicates);
@@ -61,7 +62,7 @@ void JobHandler::take_push(const RxFrame& rx, Chunk& c, uint32_t seg, const Roun
       send_error(rx, proto::Status::round_behind, c.round);
       break;
     case PushResult::not_initialized:
-      ask_home_for_weights(c);
+      hub().ask_home_for_weights(c);
       io.count_drop(lj, Drop::not_initialized);
       send_error(rx, proto::Status::not_initialized, 0);
       break;
@@ -101,11 +102,7 @@ void JobHandler::complete_segment(Chunk& c, uint32_t seg) noexcept {
     }
   }
   send_segment_to_all(c, seg);
-  if (hierarchical(m) && c.home == m.hub.my_rack) {
-    for (uint16_t rack = 0; rack < m.hub.racks; ++rack) {
-      if (rack != m.hub.my_rack) (void)send_hub_result(c, c.cur, c.round, seg, rack);
-    }
-  }
+  if (hierarchical(m) && c.home == m.hub.my_rack) hub().send_result_to_racks(c, seg);
   if (round_complete(c)) finish_round(c);
 }
 
