@@ -142,6 +142,10 @@ def main():
             for k in ("step_s", "loss", "compute_s", "exchange_s"):
                 per_rank = [g[system][k] for g in gathered]
                 m[k] = [list(v) for v in zip(*per_rank)]  # [step][rank]
+            # Every rank's phub client counters after its first step (what a slow first step cost, by rank).
+            m["phub_stats_first_step_by_rank"] = [
+                {k: v for k, v in (g[system].get("phub_stats_first_step") or {}).items() if k in FIRST_STEP_KEYS}
+                for g in gathered]
             merged[system] = m
         with open(a.out, "w") as f:
             json.dump({"world": world, "setup_s": setup_s, "params": sum(
@@ -149,6 +153,10 @@ def main():
                 "systems": merged}, f)
     dist.barrier()
     dist.destroy_process_group()
+
+
+FIRST_STEP_KEYS = ("retransmits", "rerequests", "timeouts", "rejoins", "stalls_reported", "errors_received",
+                   "fast_retransmits", "stale")
 
 
 class System:
