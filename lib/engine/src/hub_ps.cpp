@@ -74,9 +74,19 @@ void Forwarder::on_fwd_init(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
 
 void Forwarder::on_hub_weights(RxFrame& rx, Chunk& c, uint32_t seg) noexcept {
   switch (accept_weights(plan.math, c, rx.hdr.round, seg, rx.payload.data())) {
-    case WeightsArrival::stored:
+    case WeightsArrival::stored: {
       bump(lj.counters.weights_received);
+      // Rank 0's own hub: the home's weights answer rank 0's init of the segment, which this hub forwarded
+      // (rank 0 sends it until answered). Sent now, as a retransmit of the init would get them (the same
+      // bytes the init brought, within the same limits), instead of one retransmit timeout later: that wait
+      // made rank 0 push its whole init again for every chunk homed elsewhere.
+      const JobMath& m = plan.math;
+      if (m.hub.rack_of_rank[0] == m.hub.my_rack) {
+        const auto [buffer, label] = newest_result(m, c);
+        (void)job.send_segment(c, buffer, label, seg, 0);
+      }
       break;
+    }
     case WeightsArrival::duplicate:
       bump(lj.counters.duplicates);
       break;

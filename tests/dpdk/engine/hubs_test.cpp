@@ -1118,6 +1118,45 @@ TEST(Hubs, APullAtARackHubIsAnsweredFromItsWeightsAndNeverAmplifies) {
   });
 }
 
+TEST(Hubs, RankZerosHubAnswersItsForwardedInitAsTheHomesWeightsArrive) {
+  // Rank 0 sends its init of every segment once and waits: the segments homed at its own hub are answered at
+  // once, those homed at the other rack once the home's weights come back to rank 0's hub, with no second
+  // init to ask for them.
+  const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::sgd, 4, {{0, 1}, {2, 3}});
+  RackHub a(job, 0, 2, 1), b(job, 1, 2, 2);
+  const std::vector<RackHub*> hubs{&a, &b};
+  Switch sw(hubs);
+  sw.start();
+  for (RackHub* h : hubs) h->start();
+  RackHub::settle(hubs);
+  const proto::Layout& l = a.workers->layout(job, 1);
+  uint32_t segments = 0;
+  for (uint32_t c = 0; c < l.chunk_count(); ++c) {
+    for (uint32_t seg = 0; seg < l.chunk(c).segments; ++seg, ++segments) {
+      proto::Header h;
+      h.opcode = proto::Opcode::init;
+      h.dtype = job.dtype;
+      h.rank = 0;
+      h.chunk_id = c;
+      h.elem_offset = l.segment_offset(seg);
+      h.elem_count = static_cast<uint16_t>(l.segment_count_elems(l.chunk(c), seg));
+      std::vector<float> x;
+      for (uint32_t e = 0; e < h.elem_count; ++e) x.push_back(initial_weight(0, 0, c, h.elem_offset + e));
+      a.workers->send(job, 0, h, encode(x, job.dtype));
+    }
+  }
+  std::set<std::pair<uint32_t, uint32_t>> answered;
+  for (const Received& r : a.workers->receive(segments, std::chrono::milliseconds(3000))) {
+    if (r.hdr.opcode == proto::Opcode::result) answered.insert({r.hdr.chunk_id, r.hdr.elem_offset});
+  }
+  ASSERT_GT(a.segments_homed(false), 0u) << "the job has segments homed at rack 1";
+  EXPECT_EQ(answered.size(), segments) << "every init answered, each sent once";
+  const auto c = a.counters();
+  EXPECT_EQ(c.inits_forwarded, a.segments_homed(false)) << "each init homed elsewhere forwarded once";
+  EXPECT_EQ(c.weights_received, a.segments_homed(false));
+  sw.stop();
+}
+
 TEST(Hubs, ALostForwardedInitAndALostPsResultAreRecovered) {
   const config::Job job = ps_hub_job(Dtype::fp32, config::OptimizerKind::momentum, 4, {{0, 1}, {2, 3}});
   const Results flat = run_flat(job, 3, gradient);
