@@ -1,7 +1,7 @@
 // What a poll-mode lcore lends the job handlers that run on it (job_handler.hpp): its resources and counters,
 // its transmit buffers, the state of the loop iteration (snapshot, TSC), and the outcome of the frame being
-// handled. The lcore (lcore.hpp) owns one and runs the loop around it; the handlers only read the loop's
-// state, queue what they send, and name what became of the frame.
+// handled. The lcore (lcore.hpp) owns one and runs the loop around it; the handlers read the loop's state,
+// queue what they send, count their messages and checkpoint work, and name what became of the frame.
 #pragma once
 
 #include <rte_mbuf.h>
