@@ -23,7 +23,7 @@ namespace {
 // Resolve the chunk and segment a data or request packet names; answers and counts what is wrong.
 // Returns the chunk, or null.
 Chunk* locate(const proto::Header& h, const JobPlan& plan, LcoreJob& lj, uint16_t self, Drop& why,
-                     proto::Status& status, uint32_t& aux, uint32_t& seg) noexcept {
+              proto::Status& status, uint32_t& aux, uint32_t& seg) noexcept {
   if (h.chunk_id >= plan.layout.chunk_count()) {
     why = Drop::bad_chunk;
     status = proto::Status::unknown_chunk;

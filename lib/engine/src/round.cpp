@@ -27,19 +27,19 @@ void JobHandler::take_push(const RxFrame& rx, Chunk& c, uint32_t seg, const Roun
   if (opens_round && c.first_tsc != 0) bump(lj.open_rounds);
   // Counted, or a duplicate answered again: taken, whatever sending the results then meets.
   if (push_taken(result)) io.take();
+  const bool summed = result == PushResult::accepted || result == PushResult::segment_complete ||
+                      result == PushResult::rack_complete;
+  if (summed) {
+    bump(lj.counters.pushes);
+    bump(lj.counters.push_payload_bytes, rx.payload.size());
+  }
   switch (result) {
     case PushResult::accepted:
-      bump(lj.counters.pushes);
-      bump(lj.counters.push_payload_bytes, rx.payload.size());
       break;
     case PushResult::segment_complete:
-      bump(lj.counters.pushes);
-      bump(lj.counters.push_payload_bytes, rx.payload.size());
       complete_segment(c, seg);
       break;
     case PushResult::rack_complete:
-      bump(lj.counters.pushes);
-      bump(lj.counters.push_payload_bytes, rx.payload.size());
       hub().send_partial(c, seg, false);
       break;
     case PushResult::duplicate:
